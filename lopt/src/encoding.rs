@@ -1,0 +1,127 @@
+//! [`Encoding`]: the result of encoding one text, field for field what HF `tokenizers` returns
+//! (`tokenizers::Encoding`), with byte offsets into the input text.
+//!
+//! Invariant: every per-token vector has the same length.
+
+use std::fmt;
+
+/// The tokens of one text and everything known about them.
+///
+/// Field for field equal to `tokenizers::Tokenizer::encode(text, add_special_tokens)` of the same
+/// `tokenizer.json`; offsets are byte offsets into the input text, as the Rust crate gives them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Encoding {
+    pub(crate) ids: Vec<u32>,
+    pub(crate) type_ids: Vec<u32>,
+    pub(crate) tokens: Vec<String>,
+    pub(crate) offsets: Vec<(usize, usize)>,
+    pub(crate) word_ids: Vec<Option<u32>>,
+    pub(crate) special_tokens_mask: Vec<u32>,
+    pub(crate) attention_mask: Vec<u32>,
+    pub(crate) overflowing: Vec<Encoding>,
+}
+
+impl Encoding {
+    /// The number of tokens (padding included).
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    /// Whether there are no tokens.
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// Token ids.
+    pub fn ids(&self) -> &[u32] {
+        &self.ids
+    }
+
+    /// Type (segment) ids.
+    pub fn type_ids(&self) -> &[u32] {
+        &self.type_ids
+    }
+
+    /// Token strings as the vocabulary spells them (e.g. `Ġhello`, `##ing`).
+    pub fn tokens(&self) -> &[String] {
+        &self.tokens
+    }
+
+    /// `(start, end)` byte offsets of each token in the input text.
+    pub fn offsets(&self) -> &[(usize, usize)] {
+        &self.offsets
+    }
+
+    /// The pre-token ("word") each token came from; `None` for special and padding tokens.
+    pub fn word_ids(&self) -> &[Option<u32>] {
+        &self.word_ids
+    }
+
+    /// 1 for tokens added by the post-processor (e.g. `[CLS]`), 0 otherwise.
+    pub fn special_tokens_mask(&self) -> &[u32] {
+        &self.special_tokens_mask
+    }
+
+    /// 1 for real tokens, 0 for padding.
+    pub fn attention_mask(&self) -> &[u32] {
+        &self.attention_mask
+    }
+
+    /// The parts cut off by truncation, when the tokenizer truncates with overflow.
+    pub fn overflowing(&self) -> &[Encoding] {
+        &self.overflowing
+    }
+
+    /// The first place where `self` and `other` differ, if any: a field name and a token index.
+    /// Used by `lopt verify` to report a mismatch with its context.
+    pub fn first_difference(&self, other: &Encoding) -> Option<Difference> {
+        fn first<T: PartialEq>(a: &[T], b: &[T]) -> Option<usize> {
+            a.iter().zip(b).position(|(x, y)| x != y).or_else(|| (a.len() != b.len()).then(|| a.len().min(b.len())))
+        }
+        let fields: [(&'static str, Option<usize>); 8] = [
+            ("ids", first(&self.ids, &other.ids)),
+            ("tokens", first(&self.tokens, &other.tokens)),
+            ("offsets", first(&self.offsets, &other.offsets)),
+            ("word_ids", first(&self.word_ids, &other.word_ids)),
+            ("type_ids", first(&self.type_ids, &other.type_ids)),
+            ("special_tokens_mask", first(&self.special_tokens_mask, &other.special_tokens_mask)),
+            ("attention_mask", first(&self.attention_mask, &other.attention_mask)),
+            ("overflowing", first(&self.overflowing, &other.overflowing)),
+        ];
+        fields
+            .into_iter()
+            .filter_map(|(field, index)| index.map(|index| Difference { field, index }))
+            .min_by_key(|d| d.index)
+    }
+}
+
+/// Where two encodings first differ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Difference {
+    /// The name of the first differing field (`ids`, `offsets`, ...).
+    pub field: &'static str,
+    /// The index of the first differing token in that field.
+    pub index: usize,
+}
+
+impl fmt::Display for Difference {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} differ at token {}", self.field, self.index)
+    }
+}
+
+impl From<tokenizers::Encoding> for Encoding {
+    fn from(mut hf: tokenizers::Encoding) -> Self {
+        let overflowing = hf.take_overflowing().into_iter().map(Encoding::from).collect();
+        Encoding {
+            ids: hf.get_ids().to_vec(),
+            type_ids: hf.get_type_ids().to_vec(),
+            tokens: hf.get_tokens().to_vec(),
+            offsets: hf.get_offsets().to_vec(),
+            word_ids: hf.get_word_ids().to_vec(),
+            special_tokens_mask: hf.get_special_tokens_mask().to_vec(),
+            attention_mask: hf.get_attention_mask().to_vec(),
+            overflowing,
+        }
+    }
+}

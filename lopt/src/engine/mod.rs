@@ -1,0 +1,67 @@
+//! Engines: whatever tokenizes one segment (a slice of the input that starts and ends at safe
+//! cuts) without post-processing.
+//!
+//! The HF backend ([`hf::HfEngine`]) runs the `tokenizers` pipeline and works for every
+//! `tokenizer.json`; it is also the oracle of the tests. Native engines (byte-level BPE,
+//! WordPiece) implement the same [`Engine`] trait and are chosen when they support every
+//! component of the tokenizer.
+//!
+//! Contract of [`Engine::encode_segment`]: the result equals the HF pipeline's encoding of the
+//! segment before post-processing (`extract_and_normalize`, pre-tokenize, model,
+//! `into_encoding` with byte offsets), with offsets relative to the segment and word ids counted
+//! from 0 within it.
+
+pub(crate) mod hf;
+
+use crate::error::Result;
+
+/// Which tokenization engine encodes the segments.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EngineKind {
+    /// A native engine when one supports every component of the tokenizer, HF otherwise.
+    #[default]
+    Auto,
+    /// Always the HuggingFace `tokenizers` pipeline.
+    Hf,
+    /// A native engine; building the tokenizer fails when none supports it.
+    Native,
+}
+
+impl std::fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            EngineKind::Auto => "auto",
+            EngineKind::Hf => "hf",
+            EngineKind::Native => "native",
+        })
+    }
+}
+
+/// The tokens of one segment, before post-processing.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Segment {
+    pub(crate) ids: Vec<u32>,
+    /// Token strings, when the engine has them at hand (HF); native engines leave this empty and
+    /// the strings are looked up by id once, after the merge.
+    pub(crate) tokens: Vec<String>,
+    /// Byte offsets relative to the segment start.
+    pub(crate) offsets: Vec<(usize, usize)>,
+    /// Word (pre-token) index of each token, counted within the segment.
+    pub(crate) word_ids: Vec<u32>,
+    /// Number of pre-tokens of the segment, including any that produced no token.
+    pub(crate) words: u32,
+}
+
+/// Tokenizes one segment; see the module documentation for the contract.
+pub(crate) trait Engine: Send + Sync {
+    /// A short name for `lopt info` and benchmarks (`hf`, `bpe`, `wordpiece`).
+    fn name(&self) -> &'static str;
+
+    /// Encodes `segment` without post-processing.
+    ///
+    /// # Errors
+    /// Fails when the underlying model fails (for example an unknown character without an unknown
+    /// token).
+    fn encode_segment(&self, segment: &str) -> Result<Segment>;
+}

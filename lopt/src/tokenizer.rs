@@ -1,0 +1,296 @@
+//! The public [`Tokenizer`] and its [`TokenizerBuilder`]: loading a `tokenizer.json`, choosing
+//! the engine and the cut rule, and running split → parallel encode → merge → post-process on an
+//! explicit thread pool that the tokenizer owns (rayon's global pool and process-wide switches
+//! are never touched).
+
+use std::path::Path;
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use crate::boundary::CutRule;
+use crate::encoding::Encoding;
+use crate::engine::hf::HfEngine;
+use crate::engine::{Engine, EngineKind, Segment};
+use crate::error::{one_line, Error, ErrorKind, Result};
+use crate::merge::merge;
+use crate::post::Finisher;
+use crate::split::plan;
+
+/// Texts shorter than this many bytes are encoded in one piece by default: below it, handing
+/// chunks to threads costs more than it saves (see `docs/benchmarks.md`).
+pub const DEFAULT_MIN_PARALLEL_BYTES: usize = 16 * 1024;
+
+/// Default search window around each chunk boundary, in bytes.
+pub const DEFAULT_OVERLAP: usize = 4096;
+
+/// Whether a tokenizer's texts are cut and encoded in parallel.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Parallelism {
+    /// Every component has an argued cut rule: long texts are encoded in parallel.
+    Parallel,
+    /// Some component has no argued cut rule: texts are encoded whole (exact, one thread each).
+    Sequential {
+        /// Which component, and why.
+        reason: String,
+    },
+}
+
+/// Configures and builds a [`Tokenizer`].
+#[derive(Clone, Debug)]
+pub struct TokenizerBuilder {
+    threads: Option<usize>,
+    chunk_size: Option<usize>,
+    overlap: usize,
+    min_parallel_bytes: usize,
+    engine: EngineKind,
+}
+
+impl Default for TokenizerBuilder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl TokenizerBuilder {
+    /// Defaults: one thread per core, chunk length = text length / threads, a 4 KiB search
+    /// window, texts under 16 KiB encoded whole, automatic engine choice.
+    pub fn new() -> Self {
+        TokenizerBuilder {
+            threads: None,
+            chunk_size: None,
+            overlap: DEFAULT_OVERLAP,
+            min_parallel_bytes: DEFAULT_MIN_PARALLEL_BYTES,
+            engine: EngineKind::Auto,
+        }
+    }
+
+    /// Number of threads of the tokenizer's own pool (default: available cores).
+    pub fn threads(mut self, threads: usize) -> Self {
+        self.threads = Some(threads);
+        self
+    }
+
+    /// Target chunk length in bytes (default: text length / threads). Any value gives the same
+    /// output; it only changes how work is shared.
+    pub fn chunk_size(mut self, bytes: usize) -> Self {
+        self.chunk_size = Some(bytes);
+        self
+    }
+
+    /// Width in bytes of the window around each chunk boundary in which a safe cut is looked for
+    /// (the paper's overlap). When a window holds none, the chunk grows into its neighbour.
+    pub fn overlap(mut self, bytes: usize) -> Self {
+        self.overlap = bytes;
+        self
+    }
+
+    /// Texts shorter than this are encoded in one piece.
+    pub fn min_parallel_bytes(mut self, bytes: usize) -> Self {
+        self.min_parallel_bytes = bytes;
+        self
+    }
+
+    /// Which engine tokenizes the segments.
+    pub fn engine(mut self, engine: EngineKind) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// Loads `tokenizer.json` from a file.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Io`] when the file cannot be read, [`ErrorKind::InvalidTokenizer`] when it is
+    /// not a valid `tokenizer.json`, [`ErrorKind::InvalidConfig`] for zero threads or a zero chunk
+    /// size, [`ErrorKind::ThreadPool`] when the pool cannot start.
+    pub fn build_from_file(self, path: impl AsRef<Path>) -> Result<Tokenizer> {
+        let path = path.as_ref();
+        let bytes = std::fs::read(path)
+            .map_err(|e| Error::new(ErrorKind::Io, format!("cannot read tokenizer {}: {e}", path.display())))?;
+        self.build_from_bytes(&bytes)
+    }
+
+    /// Loads `tokenizer.json` from its bytes.
+    ///
+    /// # Errors
+    /// As [`build_from_file`](Self::build_from_file), without the I/O case.
+    pub fn build_from_bytes(self, bytes: &[u8]) -> Result<Tokenizer> {
+        let threads = match self.threads {
+            Some(0) => return Err(Error::new(ErrorKind::InvalidConfig, "threads must be at least 1")),
+            Some(n) => n,
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if self.chunk_size == Some(0) {
+            return Err(Error::new(ErrorKind::InvalidConfig, "chunk size must be at least 1 byte"));
+        }
+        let json: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| Error::new(ErrorKind::InvalidTokenizer, format!("tokenizer is not valid JSON: {e}")))?;
+        let hf = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| {
+            Error::new(ErrorKind::InvalidTokenizer, format!("not a valid tokenizer.json: {}", one_line(&e.to_string())))
+        })?;
+        let hf = Arc::new(hf);
+        let (rule, parallelism) = match CutRule::new(&json) {
+            Ok(rule) => (Some(rule), Parallelism::Parallel),
+            Err(reason) => (None, Parallelism::Sequential { reason }),
+        };
+        let engine: Box<dyn Engine> = match self.engine {
+            EngineKind::Auto | EngineKind::Hf => Box::new(HfEngine::new(Arc::clone(&hf))),
+            EngineKind::Native => {
+                return Err(Error::new(ErrorKind::InvalidConfig, "no native engine supports this tokenizer"));
+            }
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("lopt-{i}"))
+            .build()
+            .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
+        Ok(Tokenizer {
+            finisher: Finisher::new(Arc::clone(&hf)),
+            hf,
+            engine,
+            rule,
+            parallelism,
+            pool,
+            threads,
+            chunk_size: self.chunk_size,
+            overlap: self.overlap,
+            min_parallel_bytes: self.min_parallel_bytes,
+        })
+    }
+}
+
+/// A tokenizer that encodes long texts in parallel, exactly as HF `tokenizers` would.
+pub struct Tokenizer {
+    hf: Arc<tokenizers::Tokenizer>,
+    engine: Box<dyn Engine>,
+    rule: Option<CutRule>,
+    parallelism: Parallelism,
+    finisher: Finisher,
+    pool: rayon::ThreadPool,
+    threads: usize,
+    chunk_size: Option<usize>,
+    overlap: usize,
+    min_parallel_bytes: usize,
+}
+
+impl std::fmt::Debug for Tokenizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tokenizer")
+            .field("engine", &self.engine.name())
+            .field("parallelism", &self.parallelism)
+            .field("threads", &self.threads)
+            .field("chunk_size", &self.chunk_size)
+            .field("overlap", &self.overlap)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tokenizer {
+    /// Loads `tokenizer.json` with the default settings ([`TokenizerBuilder::new`]).
+    ///
+    /// # Errors
+    /// See [`TokenizerBuilder::build_from_file`].
+    pub fn from_file(path: impl AsRef<Path>) -> Result<Tokenizer> {
+        TokenizerBuilder::new().build_from_file(path)
+    }
+
+    /// Encodes one text; identical to `tokenizers::Tokenizer::encode(text, add_special_tokens)`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Encode`] when the underlying model fails on the text.
+    pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        let starts = self.segment_starts(text);
+        let segments = if starts.len() == 1 {
+            vec![self.engine.encode_segment(text)?]
+        } else {
+            let ranges = ranges(&starts, text.len());
+            self.pool.install(|| {
+                ranges.par_iter().map(|r| self.engine.encode_segment(&text[r.clone()])).collect::<Result<Vec<_>>>()
+            })?
+        };
+        self.finisher.finish(merge(&starts, segments), add_special_tokens)
+    }
+
+    /// Encodes many texts; the segments of all texts share the pool. Each result is identical to
+    /// encoding that text alone.
+    ///
+    /// # Errors
+    /// As [`encode`](Self::encode); the first failure is returned.
+    pub fn encode_batch<S: AsRef<str> + Sync>(&self, texts: &[S], add_special_tokens: bool) -> Result<Vec<Encoding>> {
+        let plans: Vec<Vec<usize>> = texts.iter().map(|t| self.segment_starts(t.as_ref())).collect();
+        let tasks: Vec<(usize, std::ops::Range<usize>)> = plans
+            .iter()
+            .enumerate()
+            .flat_map(|(doc, starts)| ranges(starts, texts[doc].as_ref().len()).into_iter().map(move |r| (doc, r)))
+            .collect();
+        self.pool.install(|| {
+            let mut segments: Vec<Option<Segment>> = tasks
+                .par_iter()
+                .map(|(doc, r)| self.engine.encode_segment(&texts[*doc].as_ref()[r.clone()]).map(Some))
+                .collect::<Result<_>>()?;
+            let mut next = 0;
+            let per_doc: Vec<(Vec<usize>, Vec<Segment>)> = plans
+                .into_iter()
+                .map(|starts| {
+                    let taken = segments[next..next + starts.len()].iter_mut().filter_map(Option::take).collect();
+                    next += starts.len();
+                    (starts, taken)
+                })
+                .collect();
+            per_doc
+                .into_par_iter()
+                .map(|(starts, segs)| self.finisher.finish(merge(&starts, segs), add_special_tokens))
+                .collect()
+        })
+    }
+
+    /// The reference: HF `tokenizers`' sequential `encode`, on the calling thread.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Encode`] when HF fails on the text.
+    pub fn encode_sequential(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
+        self.hf.encode(text, add_special_tokens).map(Encoding::from).map_err(Error::encode)
+    }
+
+    /// The byte positions where `text` would be cut into segments (empty when it is encoded
+    /// whole). Every position is a safe cut; exposed for tools and tests.
+    pub fn cut_points(&self, text: &str) -> Vec<usize> {
+        let Some(rule) = &self.rule else { return Vec::new() };
+        if text.len() < self.min_parallel_bytes.max(2) || self.threads == 1 && self.chunk_size.is_none() {
+            return Vec::new();
+        }
+        let chunk = self.chunk_size.unwrap_or_else(|| text.len().div_ceil(self.threads));
+        plan(text, rule, chunk, self.overlap)
+    }
+
+    /// Whether long texts are encoded in parallel with this tokenizer, and if not, why.
+    pub fn parallelism(&self) -> &Parallelism {
+        &self.parallelism
+    }
+
+    /// The engine that tokenizes segments (`hf`, `bpe`, `wordpiece`).
+    pub fn engine_name(&self) -> &'static str {
+        self.engine.name()
+    }
+
+    /// The number of threads in the tokenizer's pool.
+    pub fn threads(&self) -> usize {
+        self.threads
+    }
+
+    /// The HF tokenizer loaded from the same `tokenizer.json` (the reference implementation).
+    pub fn hf(&self) -> &tokenizers::Tokenizer {
+        &self.hf
+    }
+
+    fn segment_starts(&self, text: &str) -> Vec<usize> {
+        let mut starts = self.cut_points(text);
+        starts.insert(0, 0);
+        starts
+    }
+}
+
+fn ranges(starts: &[usize], len: usize) -> Vec<std::ops::Range<usize>> {
+    starts.iter().zip(starts.iter().skip(1).chain(std::iter::once(&len))).map(|(&s, &e)| s..e).collect()
+}
