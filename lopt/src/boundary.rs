@@ -406,7 +406,8 @@ mod tests {
 
     #[test]
     fn added_tokens_block_nearby_cuts() {
-        assert_eq!(cuts(&gpt(), "ab<|x|> cd e"), vec![2, 10]);
+        // Conservative: an occurrence merely touching the cut blocks it too.
+        assert_eq!(cuts(&gpt(), "ab<|x|> cd e"), vec![10]);
         assert_eq!(cuts(&gpt(), "a<|x|"), Vec::<usize>::new());
     }
 
@@ -434,6 +435,6 @@ mod tests {
         let rule = CutRule::new(&json).unwrap();
         // Digit runs are never cut inside; a digit next to a letter is a digit-stage split.
         assert_eq!(cuts(&rule, "a123b"), vec![1, 4]);
-        assert_eq!(cuts(&rule, "中文，好"), vec![6]);
+        assert_eq!(cuts(&rule, "中文，好"), vec![6, 9]);
     }
 }
