@@ -222,9 +222,27 @@ fn is_deepseek_cjk(c: char) -> bool {
 fn is_cjk_punctuation(c: char) -> bool {
     matches!(
         c,
-        '\u{3001}' | '\u{3002}' | '\u{300a}' | '\u{300b}' | '\u{300c}' | '\u{300d}' | '\u{300e}' | '\u{300f}'
-            | '\u{3010}' | '\u{3011}' | '\u{ff01}' | '\u{ff08}' | '\u{ff09}' | '\u{ff0c}' | '\u{ff1a}'
-            | '\u{ff1b}' | '\u{ff1f}' | '\u{201c}' | '\u{201d}' | '\u{2018}' | '\u{2019}'
+        '\u{3001}'
+            | '\u{3002}'
+            | '\u{300a}'
+            | '\u{300b}'
+            | '\u{300c}'
+            | '\u{300d}'
+            | '\u{300e}'
+            | '\u{300f}'
+            | '\u{3010}'
+            | '\u{3011}'
+            | '\u{ff01}'
+            | '\u{ff08}'
+            | '\u{ff09}'
+            | '\u{ff0c}'
+            | '\u{ff1a}'
+            | '\u{ff1b}'
+            | '\u{ff1f}'
+            | '\u{201c}'
+            | '\u{201d}'
+            | '\u{2018}'
+            | '\u{2019}'
     )
 }
 
@@ -285,7 +303,8 @@ fn pre_tokenizer(json: &Value, normalizer_json: &Value, stages: &mut Vec<Stage>)
             Ok(())
         }
         Some("Split") => {
-            let pattern = json["pattern"]["Regex"].as_str().ok_or("Split by a literal string is not supported for cutting")?;
+            let pattern =
+                json["pattern"]["Regex"].as_str().ok_or("Split by a literal string is not supported for cutting")?;
             if json["behavior"].as_str() != Some("Isolated") || json["invert"].as_bool() != Some(false) {
                 return Err("only isolated, non-inverted Split is supported for cutting".into());
             }
@@ -355,9 +374,7 @@ impl AddedGuard {
         // Any occurrence overlapping [lo, hi) lies inside this wider window.
         let from = floor_char_boundary(text, lo.saturating_sub(self.longest));
         let to = ceil_char_boundary(text, (hi + self.longest).min(text.len()));
-        self.automaton
-            .find_overlapping_iter(&text[from..to])
-            .all(|m| m.end() + from <= lo || m.start() + from >= hi)
+        self.automaton.find_overlapping_iter(&text[from..to]).all(|m| m.end() + from <= lo || m.start() + from >= hi)
     }
 }
 

@@ -40,7 +40,8 @@ mod tests {
 
     #[test]
     fn shifts_offsets_and_words() {
-        let a = Segment { ids: vec![1, 2], tokens: vec![], offsets: vec![(0, 2), (3, 4)], word_ids: vec![0, 1], words: 2 };
+        let a =
+            Segment { ids: vec![1, 2], tokens: vec![], offsets: vec![(0, 2), (3, 4)], word_ids: vec![0, 1], words: 2 };
         let b = Segment { ids: vec![3], tokens: vec![], offsets: vec![(1, 2)], word_ids: vec![1], words: 3 };
         let m = merge(&[0, 4], vec![a, b]);
         assert_eq!(m.ids, vec![1, 2, 3]);

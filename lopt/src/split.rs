@@ -38,10 +38,7 @@ fn nearest_safe_cut(text: &str, rule: &CutRule, target: usize, floor: usize, hal
     let hi = (target + half).min(text.len() - 1);
     let is_cut = |p: &usize| text.is_char_boundary(*p) && rule.is_safe(text, *p);
     let forward = (target.max(lo)..=hi).find(is_cut);
-    let backward = (lo..target)
-        .rev()
-        .take_while(|p| forward.is_none_or(|f| target - p < f - target))
-        .find(is_cut);
+    let backward = (lo..target).rev().take_while(|p| forward.is_none_or(|f| target - p < f - target)).find(is_cut);
     backward.or(forward)
 }
 
