@@ -7,11 +7,11 @@
 
 use std::sync::Arc;
 
-use tokenizers::{TruncationDirection, TruncationStrategy};
+use tokenizers::{PostProcessor, TruncationDirection, TruncationStrategy};
 
 use crate::encoding::Encoding;
 use crate::engine::Segment;
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 
 /// Finishes merged encodings for one tokenizer.
 pub(crate) struct Finisher {
@@ -37,6 +37,7 @@ impl Finisher {
         if raw.tokens.len() != raw.ids.len() {
             raw.tokens = raw.ids.iter().map(|&id| self.token(id)).collect();
         }
+        self.check_truncation(add_special_tokens)?;
         self.limit_like_model(&mut raw);
         let n = raw.ids.len();
         let hf_encoding = tokenizers::Encoding::new(
@@ -52,6 +53,22 @@ impl Finisher {
         );
         let processed = self.hf.post_process(hf_encoding, None, add_special_tokens).map_err(Error::encode)?;
         Ok(Encoding::from(processed))
+    }
+
+    /// `tokenizers` subtracts the number of special tokens from `max_length` without checking
+    /// (a panic in debug builds, no truncation at all in release builds): refuse instead.
+    fn check_truncation(&self, add_special_tokens: bool) -> Result<()> {
+        let (Some(truncation), Some(processor)) = (self.hf.get_truncation(), self.hf.get_post_processor()) else {
+            return Ok(());
+        };
+        let added = processor.added_tokens(false);
+        if add_special_tokens && truncation.max_length < added {
+            return Err(Error::new(
+                ErrorKind::Encode,
+                format!("truncation max_length {} is smaller than the {added} special tokens added", truncation.max_length),
+            ));
+        }
+        Ok(())
     }
 
     fn token(&self, id: u32) -> String {
