@@ -35,6 +35,11 @@ fn tokenizers() -> &'static [(&'static str, Vec<Tokenizer>)] {
     })
 }
 
+/// `PROPTEST_CASES` for long local hunts; a CI-sized default otherwise.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96)
+}
+
 fn fragment() -> impl Strategy<Value = String> {
     prop_oneof![
         4 => prop::sample::select(TRAPS).prop_map(str::to_owned),
@@ -53,7 +58,7 @@ fn text() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, failure_persistence: None, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
 
     #[test]
     fn parallel_equals_sequential(text in text(), add_special in any::<bool>()) {
