@@ -1,19 +1,48 @@
 //! [`Encoding`]: the result of encoding one text, field for field what HF `tokenizers` returns
 //! (`tokenizers::Encoding`), with byte offsets into the input text.
 //!
-//! Invariant: every per-token vector has the same length.
+//! Invariant: every per-token vector has the same length. Token strings are either held
+//! (`Tokens::Owned`, as the HF engine produces them) or looked up by id on first use
+//! (`Tokens::ById`): native engines produce ids only, and allocating a string per token would
+//! cost more than the tokenization itself.
 
 use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+/// Token strings by id, shared by the encodings of one tokenizer.
+#[derive(Debug, Default)]
+pub(crate) struct Vocab {
+    pub(crate) strings: Vec<String>,
+}
+
+impl Vocab {
+    pub(crate) fn string(&self, id: u32) -> &str {
+        usize::try_from(id).ok().and_then(|i| self.strings.get(i)).map_or("", String::as_str)
+    }
+}
+
+/// The token strings of an encoding.
+#[derive(Clone, Debug)]
+pub(crate) enum Tokens {
+    Owned(Vec<String>),
+    ById { vocab: Arc<Vocab>, strings: OnceLock<Vec<String>> },
+}
+
+impl Default for Tokens {
+    fn default() -> Self {
+        Tokens::Owned(Vec::new())
+    }
+}
 
 /// The tokens of one text and everything known about them.
 ///
 /// Field for field equal to `tokenizers::Tokenizer::encode(text, add_special_tokens)` of the same
 /// `tokenizer.json`; offsets are byte offsets into the input text, as the Rust crate gives them.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default)]
 pub struct Encoding {
     pub(crate) ids: Vec<u32>,
     pub(crate) type_ids: Vec<u32>,
-    pub(crate) tokens: Vec<String>,
+    pub(crate) tokens: Tokens,
     pub(crate) offsets: Vec<(usize, usize)>,
     pub(crate) word_ids: Vec<Option<u32>>,
     pub(crate) special_tokens_mask: Vec<u32>,
@@ -44,7 +73,12 @@ impl Encoding {
 
     /// Token strings as the vocabulary spells them (e.g. `Ġhello`, `##ing`).
     pub fn tokens(&self) -> &[String] {
-        &self.tokens
+        match &self.tokens {
+            Tokens::Owned(strings) => strings,
+            Tokens::ById { vocab, strings } => {
+                strings.get_or_init(|| self.ids.iter().map(|&id| vocab.string(id).to_owned()).collect())
+            }
+        }
     }
 
     /// `(start, end)` byte offsets of each token in the input text.
@@ -80,7 +114,7 @@ impl Encoding {
         }
         let fields: [(&'static str, Option<usize>); 8] = [
             ("ids", first(&self.ids, &other.ids)),
-            ("tokens", first(&self.tokens, &other.tokens)),
+            ("tokens", first(self.tokens(), other.tokens())),
             ("offsets", first(&self.offsets, &other.offsets)),
             ("word_ids", first(&self.word_ids, &other.word_ids)),
             ("type_ids", first(&self.type_ids, &other.type_ids)),
@@ -94,6 +128,21 @@ impl Encoding {
             .min_by_key(|d| d.index)
     }
 }
+
+impl PartialEq for Encoding {
+    fn eq(&self, other: &Self) -> bool {
+        self.ids == other.ids
+            && self.type_ids == other.type_ids
+            && self.offsets == other.offsets
+            && self.word_ids == other.word_ids
+            && self.special_tokens_mask == other.special_tokens_mask
+            && self.attention_mask == other.attention_mask
+            && self.overflowing == other.overflowing
+            && self.tokens() == other.tokens()
+    }
+}
+
+impl Eq for Encoding {}
 
 /// Where two encodings first differ.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,7 +165,7 @@ impl From<tokenizers::Encoding> for Encoding {
         Encoding {
             ids: hf.get_ids().to_vec(),
             type_ids: hf.get_type_ids().to_vec(),
-            tokens: hf.get_tokens().to_vec(),
+            tokens: Tokens::Owned(hf.get_tokens().to_vec()),
             offsets: hf.get_offsets().to_vec(),
             word_ids: hf.get_word_ids().to_vec(),
             special_tokens_mask: hf.get_special_tokens_mask().to_vec(),

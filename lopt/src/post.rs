@@ -1,41 +1,207 @@
-//! Post-processing, applied once to the merged encoding: the model-level truncation that
-//! `tokenizers` 0.23 applies while tokenizing, then `Tokenizer::post_process` (truncation,
-//! post-processor such as TemplateProcessing or ByteLevel offset trimming, padding).
+//! Post-processing, applied once to the merged encoding of a whole text: the model-level
+//! truncation that `tokenizers` 0.23 applies while tokenizing, then what
+//! `Tokenizer::post_process` does (truncation, the post-processor, padding).
 //!
-//! Doing this after the merge is what makes special tokens, truncation and padding come out
-//! exactly as in a sequential `encode`: they are functions of the whole token sequence.
+//! Two paths with one result:
+//! * the *own* path, for the post-processors long prompts meet (none, `ByteLevel`,
+//!   `TemplateProcessing`, `BertProcessing` and `Sequence`s of them) when the tokenizer neither
+//!   truncates nor pads: it moves the merged vectors into the [`Encoding`] without copying them
+//!   and never allocates token strings (they are looked up by id on demand);
+//! * the *HF* path for everything else: build a `tokenizers::Encoding` and call HF's
+//!   `post_process` — exact by construction, slower.
+//!
+//! Both are functions of the whole token sequence, which is why they run after the merge.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
+use serde_json::Value;
 use tokenizers::{PostProcessor, TruncationDirection, TruncationStrategy};
 
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, Tokens, Vocab};
 use crate::engine::Segment;
 use crate::error::{Error, ErrorKind, Result};
 
 /// Finishes merged encodings for one tokenizer.
 pub(crate) struct Finisher {
     hf: Arc<tokenizers::Tokenizer>,
-    /// Token strings by id, for engines that produce ids only.
-    vocab: Vec<String>,
+    vocab: Arc<Vocab>,
+    /// The own path's steps; `None` selects the HF path.
+    steps: Option<Vec<Step>>,
+    /// Leading and trailing space counts of every token string, for `ByteLevel` offset trimming.
+    spaces: OnceLock<Vec<(u16, u16)>>,
+}
+
+/// One post-processor of the own path.
+#[derive(Debug, PartialEq)]
+enum Step {
+    /// `ByteLevel` with `trim_offsets`: moves offsets off leading and trailing spaces.
+    TrimOffsets { add_prefix_space: bool },
+    /// `TemplateProcessing`'s single-sequence template (`BertProcessing` is `[CLS] A [SEP]`).
+    Template(Vec<Piece>),
+}
+
+#[derive(Debug, PartialEq)]
+enum Piece {
+    Special { ids: Vec<u32>, type_id: u32 },
+    Sequence { type_id: u32 },
 }
 
 impl Finisher {
-    pub(crate) fn new(hf: Arc<tokenizers::Tokenizer>) -> Self {
-        let size = hf.get_vocab_size(true);
-        let mut vocab = vec![String::new(); size];
+    pub(crate) fn new(hf: Arc<tokenizers::Tokenizer>, json: &Value) -> Self {
+        let mut strings = vec![String::new(); hf.get_vocab_size(true)];
         for (token, id) in hf.get_vocab(true) {
-            if let Some(slot) = usize::try_from(id).ok().and_then(|i| vocab.get_mut(i)) {
+            if let Some(slot) = usize::try_from(id).ok().and_then(|i| strings.get_mut(i)) {
                 *slot = token;
             }
         }
-        Finisher { hf, vocab }
+        let vocab = Arc::new(Vocab { strings });
+        let truncates_or_pads = hf.get_truncation().is_some() || hf.get_padding().is_some();
+        let steps = if truncates_or_pads { None } else { own_steps(&json["post_processor"], &vocab) };
+        Finisher { hf, vocab, steps, spaces: OnceLock::new() }
     }
 
     /// Turns the merged, raw tokens of one text into its final [`Encoding`].
-    pub(crate) fn finish(&self, mut raw: Segment, add_special_tokens: bool) -> Result<Encoding> {
+    ///
+    /// # Errors
+    /// [`ErrorKind::Encode`] when HF's post-processing fails (for example a truncation stride
+    /// larger than `max_length`) or `max_length` cannot hold the special tokens.
+    pub(crate) fn finish(&self, raw: Segment, add_special_tokens: bool) -> Result<Encoding> {
+        match &self.steps {
+            Some(steps) => Ok(self.finish_own(steps, raw, add_special_tokens)),
+            None => self.finish_hf(raw, add_special_tokens),
+        }
+    }
+
+    fn finish_own(&self, steps: &[Step], raw: Segment, add_special_tokens: bool) -> Encoding {
+        let n = raw.ids.len();
+        let owned = raw.tokens.len() == n && n > 0;
+        let mut encoding = Encoding {
+            ids: raw.ids,
+            type_ids: vec![0; n],
+            tokens: if owned { Tokens::Owned(raw.tokens) } else { self.tokens_by_id() },
+            offsets: raw.offsets,
+            word_ids: raw.word_ids.into_iter().map(Some).collect(),
+            special_tokens_mask: vec![0; n],
+            attention_mask: vec![1; n],
+            overflowing: Vec::new(),
+        };
+        for step in steps {
+            match step {
+                Step::TrimOffsets { add_prefix_space } => self.trim_offsets(&mut encoding, *add_prefix_space),
+                Step::Template(pieces) => encoding = self.apply_template(pieces, encoding, add_special_tokens),
+            }
+        }
+        encoding
+    }
+
+    fn tokens_by_id(&self) -> Tokens {
+        Tokens::ById { vocab: Arc::clone(&self.vocab), strings: OnceLock::new() }
+    }
+
+    /// HF's `byte_level::process_offsets`, with space counts read from a per-id table.
+    fn trim_offsets(&self, encoding: &mut Encoding, add_prefix_space: bool) {
+        let spaces = self.spaces.get_or_init(|| {
+            let is_space = |c: &char| *c == '\u{120}' || c.is_whitespace();
+            let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
+            self.vocab
+                .strings
+                .iter()
+                .map(|s| (count(s.chars().take_while(is_space).count()), count(s.chars().rev().take_while(is_space).count())))
+                .collect()
+        });
+        for (i, (&id, offsets)) in encoding.ids.iter().zip(encoding.offsets.iter_mut()).enumerate() {
+            let (mut leading, trailing) = usize::try_from(id)
+                .ok()
+                .and_then(|i| spaces.get(i))
+                .map_or((0, 0), |&(l, t)| (usize::from(l), usize::from(t)));
+            if leading > 0 {
+                let is_first = i == 0 || offsets.0 == 0;
+                if is_first && add_prefix_space && leading == 1 {
+                    leading = 0;
+                }
+                offsets.0 = (offsets.0 + leading).min(offsets.1);
+            }
+            if trailing > 0 && offsets.1 >= trailing {
+                offsets.1 = (offsets.1 - trailing).max(offsets.0);
+            }
+        }
+    }
+
+    /// `TemplateProcessing::apply_template` for one sequence: the sequence's type id is set even
+    /// without special tokens, as HF does.
+    fn apply_template(&self, pieces: &[Piece], sequence: Encoding, add_special_tokens: bool) -> Encoding {
+        let specials: usize = pieces
+            .iter()
+            .map(|p| match p {
+                Piece::Special { ids, .. } if add_special_tokens => ids.len(),
+                _ => 0,
+            })
+            .sum();
+        if specials == 0 {
+            let type_id = pieces.iter().find_map(|p| match p {
+                Piece::Sequence { type_id } => Some(*type_id),
+                Piece::Special { .. } => None,
+            });
+            let mut sequence = sequence;
+            if let Some(type_id) = type_id {
+                sequence.type_ids.iter_mut().for_each(|t| *t = type_id);
+            }
+            return sequence;
+        }
+        let n = sequence.len() + specials;
+        let mut out = Encoding {
+            ids: Vec::with_capacity(n),
+            type_ids: Vec::with_capacity(n),
+            tokens: Tokens::Owned(Vec::new()),
+            offsets: Vec::with_capacity(n),
+            word_ids: Vec::with_capacity(n),
+            special_tokens_mask: Vec::with_capacity(n),
+            attention_mask: Vec::with_capacity(n),
+            overflowing: Vec::new(),
+        };
+        let mut strings = match &sequence.tokens {
+            Tokens::Owned(s) if !s.is_empty() || sequence.is_empty() => Some(Vec::with_capacity(n)),
+            _ => None,
+        };
+        let mut sequence = Some(sequence);
+        for piece in pieces {
+            match piece {
+                Piece::Special { ids, type_id } => {
+                    out.ids.extend_from_slice(ids);
+                    out.type_ids.extend(std::iter::repeat_n(*type_id, ids.len()));
+                    out.offsets.extend(std::iter::repeat_n((0, 0), ids.len()));
+                    out.word_ids.extend(std::iter::repeat_n(None, ids.len()));
+                    out.special_tokens_mask.extend(std::iter::repeat_n(1, ids.len()));
+                    out.attention_mask.extend(std::iter::repeat_n(1, ids.len()));
+                    if let Some(strings) = &mut strings {
+                        strings.extend(ids.iter().map(|&id| self.vocab.string(id).to_owned()));
+                    }
+                }
+                Piece::Sequence { type_id } => {
+                    // A validated single template holds the sequence exactly once.
+                    let Some(seq) = sequence.take() else { continue };
+                    out.type_ids.extend(std::iter::repeat_n(*type_id, seq.len()));
+                    out.ids.extend(seq.ids);
+                    out.offsets.extend(seq.offsets);
+                    out.word_ids.extend(seq.word_ids);
+                    out.special_tokens_mask.extend(seq.special_tokens_mask);
+                    out.attention_mask.extend(seq.attention_mask);
+                    if let (Some(strings), Tokens::Owned(seq_strings)) = (&mut strings, seq.tokens) {
+                        strings.extend(seq_strings);
+                    }
+                }
+            }
+        }
+        out.tokens = match strings {
+            Some(strings) => Tokens::Owned(strings),
+            None => self.tokens_by_id(),
+        };
+        out
+    }
+
+    fn finish_hf(&self, mut raw: Segment, add_special_tokens: bool) -> Result<Encoding> {
         if raw.tokens.len() != raw.ids.len() {
-            raw.tokens = raw.ids.iter().map(|&id| self.token(id)).collect();
+            raw.tokens = raw.ids.iter().map(|&id| self.vocab.string(id).to_owned()).collect();
         }
         self.check_truncation(add_special_tokens)?;
         self.limit_like_model(&mut raw);
@@ -71,14 +237,6 @@ impl Finisher {
         Ok(())
     }
 
-    fn token(&self, id: u32) -> String {
-        usize::try_from(id)
-            .ok()
-            .and_then(|i| self.vocab.get(i))
-            .cloned()
-            .unwrap_or_else(|| self.hf.id_to_token(id).unwrap_or_default())
-    }
-
     /// `tokenizers` 0.23 stops the model once a truncating tokenizer has `max_length` tokens,
     /// keeping whole pre-tokens (`PreTokenizedString::tokenize_with_limit`); the overflow it
     /// reports is computed from what is left. Reproduce that cut on the merged tokens.
@@ -105,5 +263,97 @@ impl Finisher {
         raw.offsets = kept.iter().map(|&i| raw.offsets[i]).collect();
         raw.word_ids = kept.iter().map(|&i| raw.word_ids[i] - lo).collect();
         raw.words = hi - lo + 1;
+    }
+}
+
+/// The own path's steps for a post-processor, or `None` when only HF's path is exact for it.
+fn own_steps(json: &Value, vocab: &Vocab) -> Option<Vec<Step>> {
+    let mut steps = Vec::new();
+    push_steps(json, vocab, &mut steps)?;
+    Some(steps)
+}
+
+fn push_steps(json: &Value, vocab: &Vocab, steps: &mut Vec<Step>) -> Option<()> {
+    if json.is_null() {
+        return Some(());
+    }
+    match json["type"].as_str()? {
+        "Sequence" => {
+            for processor in json["processors"].as_array()? {
+                push_steps(processor, vocab, steps)?;
+            }
+        }
+        "ByteLevel" => {
+            if json["trim_offsets"].as_bool()? {
+                steps.push(Step::TrimOffsets { add_prefix_space: json["add_prefix_space"].as_bool()? });
+            }
+        }
+        "TemplateProcessing" => steps.push(Step::Template(template(json, vocab)?)),
+        "BertProcessing" => {
+            let special = |key: &str| -> Option<Piece> {
+                let pair = json[key].as_array()?;
+                let id = u32::try_from(pair.get(1)?.as_u64()?).ok()?;
+                (vocab.string(id) == pair.first()?.as_str()?).then(|| Piece::Special { ids: vec![id], type_id: 0 })
+            };
+            steps.push(Step::Template(vec![special("cls")?, Piece::Sequence { type_id: 0 }, special("sep")?]));
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// The single-sequence template, provided every special token's strings are the vocabulary's
+/// strings for its ids (so that they can be looked up by id) and `A` occurs exactly once.
+fn template(json: &Value, vocab: &Vocab) -> Option<Vec<Piece>> {
+    let mut pieces = Vec::new();
+    for piece in json["single"].as_array()? {
+        if let Some(special) = piece.get("SpecialToken") {
+            let entry = &json["special_tokens"][special["id"].as_str()?];
+            let ids: Vec<u32> =
+                entry["ids"].as_array()?.iter().map(|v| v.as_u64().and_then(|i| u32::try_from(i).ok())).collect::<Option<_>>()?;
+            let tokens = entry["tokens"].as_array()?;
+            let consistent = ids.len() == tokens.len()
+                && ids.iter().zip(tokens).all(|(&id, token)| token.as_str() == Some(vocab.string(id)));
+            if !consistent {
+                return None;
+            }
+            pieces.push(Piece::Special { ids, type_id: u32::try_from(special["type_id"].as_u64()?).ok()? });
+        } else if let Some(sequence) = piece.get("Sequence") {
+            if sequence["id"].as_str()? != "A" {
+                return None;
+            }
+            pieces.push(Piece::Sequence { type_id: u32::try_from(sequence["type_id"].as_u64()?).ok()? });
+        } else {
+            return None;
+        }
+    }
+    let sequences = pieces.iter().filter(|p| matches!(p, Piece::Sequence { .. })).count();
+    (sequences == 1).then_some(pieces)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vocab() -> Vocab {
+        Vocab { strings: vec!["[CLS]".into(), "[SEP]".into(), "a".into()] }
+    }
+
+    #[test]
+    fn template_and_bert_processing_parse() {
+        let template = serde_json::json!({
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "[CLS]", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 0}}],
+            "special_tokens": {"[CLS]": {"id": "[CLS]", "ids": [0], "tokens": ["[CLS]"]}}
+        });
+        assert_eq!(
+            own_steps(&template, &vocab()),
+            Some(vec![Step::Template(vec![Piece::Special { ids: vec![0], type_id: 0 }, Piece::Sequence { type_id: 0 }])])
+        );
+        let bert = serde_json::json!({"type": "BertProcessing", "cls": ["[CLS]", 0], "sep": ["[SEP]", 1]});
+        assert!(own_steps(&bert, &vocab()).is_some());
+        let inconsistent = serde_json::json!({"type": "BertProcessing", "cls": ["<s>", 0], "sep": ["[SEP]", 1]});
+        assert_eq!(own_steps(&inconsistent, &vocab()), None);
+        assert_eq!(own_steps(&serde_json::json!({"type": "RobertaProcessing"}), &vocab()), None);
     }
 }

@@ -10,7 +10,9 @@ use rayon::prelude::*;
 
 use crate::boundary::CutRule;
 use crate::encoding::Encoding;
+use crate::engine::bpe::BpeEngine;
 use crate::engine::hf::HfEngine;
+use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{one_line, Error, ErrorKind, Result};
 use crate::merge::merge;
@@ -134,11 +136,15 @@ impl TokenizerBuilder {
             Ok(rule) => (Some(rule), Parallelism::Parallel),
             Err(reason) => (None, Parallelism::Sequential { reason }),
         };
-        let engine: Box<dyn Engine> = match self.engine {
-            EngineKind::Auto | EngineKind::Hf => Box::new(HfEngine::new(Arc::clone(&hf))),
-            EngineKind::Native => {
-                return Err(Error::new(ErrorKind::InvalidConfig, "no native engine supports this tokenizer"));
-            }
+        let (engine, engine_reason): (Box<dyn Engine>, Option<String>) = match self.engine {
+            EngineKind::Hf => (Box::new(HfEngine::new(Arc::clone(&hf))), None),
+            EngineKind::Auto | EngineKind::Native => match native_engine(&json, &hf) {
+                Ok(engine) => (engine, None),
+                Err(reason) if self.engine == EngineKind::Auto => (Box::new(HfEngine::new(Arc::clone(&hf))), Some(reason)),
+                Err(reason) => {
+                    return Err(Error::new(ErrorKind::InvalidConfig, format!("no native engine: {reason}")));
+                }
+            },
         };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
@@ -146,9 +152,10 @@ impl TokenizerBuilder {
             .build()
             .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
         Ok(Tokenizer {
-            finisher: Finisher::new(Arc::clone(&hf)),
+            finisher: Finisher::new(Arc::clone(&hf), &json),
             hf,
             engine,
+            engine_reason,
             rule,
             parallelism,
             pool,
@@ -164,6 +171,8 @@ impl TokenizerBuilder {
 pub struct Tokenizer {
     hf: Arc<tokenizers::Tokenizer>,
     engine: Box<dyn Engine>,
+    /// Why no native engine was chosen (automatic choice only).
+    engine_reason: Option<String>,
     rule: Option<CutRule>,
     parallelism: Parallelism,
     finisher: Finisher,
@@ -274,6 +283,12 @@ impl Tokenizer {
         self.engine.name()
     }
 
+    /// Why the automatic engine choice fell back to HF: the first unsupported component of each
+    /// native engine. `None` when a native engine runs or HF was asked for.
+    pub fn engine_reason(&self) -> Option<&str> {
+        self.engine_reason.as_deref()
+    }
+
     /// The number of threads in the tokenizer's pool.
     pub fn threads(&self) -> usize {
         self.threads
@@ -288,6 +303,18 @@ impl Tokenizer {
         let mut starts = self.cut_points(text);
         starts.insert(0, 0);
         starts
+    }
+}
+
+/// The native engine for a tokenizer: byte-level BPE, else WordPiece; otherwise why neither.
+fn native_engine(json: &serde_json::Value, hf: &Arc<tokenizers::Tokenizer>) -> std::result::Result<Box<dyn Engine>, String> {
+    let bpe = match BpeEngine::new(json) {
+        Ok(engine) => return Ok(Box::new(engine.with_fallback(Arc::clone(hf)))),
+        Err(reason) => reason,
+    };
+    match WordPieceEngine::new(json) {
+        Ok(engine) => Ok(Box::new(engine)),
+        Err(wordpiece) => Err(format!("bpe: {bpe}; wordpiece: {wordpiece}")),
     }
 }
 
