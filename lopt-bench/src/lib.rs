@@ -1,0 +1,43 @@
+//! Shared pieces of lopt's benchmarks: loading corpus documents and timing helpers.
+//!
+//! Timing rules (see `docs/benchmarks.md`): fresh documents (each encoded once per method, by a
+//! tokenizer instance of its own so that no method profits from another's caches), methods
+//! interleaved per document, medians reported.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+/// The `text` fields of the first `max_docs` lines of a JSONL corpus, each cut to `max_bytes`.
+///
+/// # Errors
+/// When the file cannot be read.
+pub fn load_docs(path: &Path, max_docs: usize, max_bytes: usize) -> anyhow::Result<Vec<String>> {
+    let content = std::fs::read_to_string(path)?;
+    Ok(content
+        .lines()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter_map(|v| v["text"].as_str().map(|t| lopt_tests::truncate(t, max_bytes).to_owned()))
+        .take(max_docs)
+        .collect())
+}
+
+/// Runs `f` once and returns its result with the elapsed time.
+pub fn timed<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed())
+}
+
+/// The median of `values` (0 when empty).
+pub fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    let mid = values.len() / 2;
+    if values.len() % 2 == 0 {
+        (values[mid - 1] + values[mid]) / 2.0
+    } else {
+        values[mid]
+    }
+}
