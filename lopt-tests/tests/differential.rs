@@ -50,7 +50,12 @@ fn check_all(samples: &[Sample]) {
                 for (setting, tokenizer) in &tokenizers {
                     cut_total += tokenizer.cut_points(&sample.text).len();
                     let got = tokenizer.encode(&sample.text, add_special).unwrap();
-                    assert_same(&format!("{name} {} {setting:?} special={add_special}", sample.name), &got, &want, &sample.text);
+                    assert_same(
+                        &format!("{name} {} {setting:?} special={add_special}", sample.name),
+                        &got,
+                        &want,
+                        &sample.text,
+                    );
                 }
             }
         }

@@ -112,8 +112,12 @@ fn truncation_and_padding_as_configured() {
                 "pad_id": 0, "pad_type_id": 0, "pad_token": "[PAD]"
             });
             let bytes = serde_json::to_vec(&json).unwrap();
-            let tokenizer =
-                TokenizerBuilder::new().threads(3).chunk_size(97).min_parallel_bytes(0).build_from_bytes(&bytes).unwrap();
+            let tokenizer = TokenizerBuilder::new()
+                .threads(3)
+                .chunk_size(97)
+                .min_parallel_bytes(0)
+                .build_from_bytes(&bytes)
+                .unwrap();
             assert_exact(&tokenizer, &text);
         }
     }

@@ -106,7 +106,9 @@ impl Finisher {
             self.vocab
                 .strings
                 .iter()
-                .map(|s| (count(s.chars().take_while(is_space).count()), count(s.chars().rev().take_while(is_space).count())))
+                .map(|s| {
+                    (count(s.chars().take_while(is_space).count()), count(s.chars().rev().take_while(is_space).count()))
+                })
                 .collect()
         });
         for (i, (&id, offsets)) in encoding.ids.iter().zip(encoding.offsets.iter_mut()).enumerate() {
@@ -231,7 +233,10 @@ impl Finisher {
         if add_special_tokens && truncation.max_length < added {
             return Err(Error::new(
                 ErrorKind::Encode,
-                format!("truncation max_length {} is smaller than the {added} special tokens added", truncation.max_length),
+                format!(
+                    "truncation max_length {} is smaller than the {added} special tokens added",
+                    truncation.max_length
+                ),
             ));
         }
         Ok(())
@@ -309,8 +314,11 @@ fn template(json: &Value, vocab: &Vocab) -> Option<Vec<Piece>> {
     for piece in json["single"].as_array()? {
         if let Some(special) = piece.get("SpecialToken") {
             let entry = &json["special_tokens"][special["id"].as_str()?];
-            let ids: Vec<u32> =
-                entry["ids"].as_array()?.iter().map(|v| v.as_u64().and_then(|i| u32::try_from(i).ok())).collect::<Option<_>>()?;
+            let ids: Vec<u32> = entry["ids"]
+                .as_array()?
+                .iter()
+                .map(|v| v.as_u64().and_then(|i| u32::try_from(i).ok()))
+                .collect::<Option<_>>()?;
             let tokens = entry["tokens"].as_array()?;
             let consistent = ids.len() == tokens.len()
                 && ids.iter().zip(tokens).all(|(&id, token)| token.as_str() == Some(vocab.string(id)));
@@ -348,7 +356,10 @@ mod tests {
         });
         assert_eq!(
             own_steps(&template, &vocab()),
-            Some(vec![Step::Template(vec![Piece::Special { ids: vec![0], type_id: 0 }, Piece::Sequence { type_id: 0 }])])
+            Some(vec![Step::Template(vec![
+                Piece::Special { ids: vec![0], type_id: 0 },
+                Piece::Sequence { type_id: 0 }
+            ])])
         );
         let bert = serde_json::json!({"type": "BertProcessing", "cls": ["[CLS]", 0], "sep": ["[SEP]", 1]});
         assert!(own_steps(&bert, &vocab()).is_some());

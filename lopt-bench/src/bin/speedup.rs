@@ -44,7 +44,10 @@ fn main() -> anyhow::Result<()> {
     }
     let (warm, docs) = docs.split_at(1);
     let bytes: usize = docs.iter().map(String::len).sum();
-    println!("| tokenizer | engine | docs | MB | HF seq MB/s | lopt {}t MB/s | speedup (median per doc) |", args.threads);
+    println!(
+        "| tokenizer | engine | docs | MB | HF seq MB/s | lopt {}t MB/s | speedup (median per doc) |",
+        args.threads
+    );
     println!("|---|---|---|---|---|---|---|");
     for name in &args.tokenizer {
         let path = lopt_tests::fixture(name).unwrap_or_else(|| PathBuf::from(name));

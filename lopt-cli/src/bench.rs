@@ -1,0 +1,62 @@
+//! `lopt bench`: times lopt on every document of a JSONL file and prints one JSON object.
+//!
+//! Method: load the tokenizer (not timed), encode the first document once as a warm-up, then
+//! encode each other document once ("fresh" documents, as a server sees prompts) and sum the
+//! per-document encode times. A file of one document times that document after its warm-up.
+
+use std::io::Write;
+use std::time::Instant;
+
+use anyhow::{bail, Result};
+
+use crate::args::BenchArgs;
+use crate::input::Input;
+use crate::source;
+
+#[derive(serde::Serialize)]
+struct BenchResult<'a> {
+    docs: usize,
+    bytes: usize,
+    tokens: usize,
+    seconds: f64,
+    mb_per_s: f64,
+    engine: &'a str,
+    threads: usize,
+}
+
+/// Runs `lopt bench`.
+///
+/// # Errors
+/// A bad tokenizer, an unreadable, malformed or empty input, an encoding failure.
+pub fn run(args: &BenchArgs) -> Result<()> {
+    let input = Input::new(Some(&args.input));
+    let documents = input.documents()?.read_all()?;
+    let Some(first) = documents.first() else { bail!("input {} holds no documents", input.name()) };
+    let loaded = source::load(&args.tokenizer)?;
+    let tokenizer = &loaded.tokenizer;
+    source::note_sequential(tokenizer);
+    std::hint::black_box(tokenizer.encode(&first.text, true)?);
+    let timed = if documents.len() > 1 { &documents[1..] } else { &documents[..] };
+    let (mut bytes, mut tokens, mut seconds) = (0, 0, 0.0);
+    for doc in timed {
+        let start = Instant::now();
+        let encoding = std::hint::black_box(tokenizer.encode(&doc.text, true)?);
+        seconds += start.elapsed().as_secs_f64();
+        bytes += doc.text.len();
+        tokens += encoding.len();
+    }
+    let result = BenchResult {
+        docs: timed.len(),
+        bytes,
+        tokens,
+        seconds,
+        mb_per_s: if seconds > 0.0 { bytes as f64 / 1e6 / seconds } else { 0.0 },
+        engine: tokenizer.engine_name(),
+        threads: tokenizer.threads(),
+    };
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &result)?;
+    writeln!(out)?;
+    out.flush()?;
+    Ok(())
+}
