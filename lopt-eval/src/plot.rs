@@ -1,0 +1,253 @@
+//! PNG line charts with plotters' bitmap backend: title, axis descriptions with units, legend,
+//! an optional log2 x axis and an optional secondary y axis (dashed series).
+//!
+//! Text is rendered with ab_glyph from DejaVu Sans embedded by the `dejavu` crate, so plots look
+//! the same on a fresh machine without system fonts (no fontconfig, no fonts package).
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use anyhow::{anyhow, Result};
+use plotters::coord::types::RangedCoordf64;
+use plotters::prelude::*;
+use plotters::style::{register_font, FontStyle};
+
+const FONT: &str = "sans-serif";
+
+/// One line of a chart.
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub label: String,
+    pub points: Vec<(f64, f64)>,
+    pub dashed: bool,
+}
+
+impl Series {
+    pub fn solid(label: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series { label: label.into(), points, dashed: false }
+    }
+
+    pub fn dashed(label: impl Into<String>, points: Vec<(f64, f64)>) -> Self {
+        Series { label: label.into(), points, dashed: true }
+    }
+}
+
+/// A chart: primary series on the left axis, optional secondary series on the right axis.
+#[derive(Clone, Debug, Default)]
+pub struct Figure {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// Plot x on a log2 scale (labels keep the real values: 4K, 8K, ...).
+    pub x_log2: bool,
+    pub series: Vec<Series>,
+    pub secondary_label: Option<String>,
+    pub secondary: Vec<Series>,
+}
+
+fn ensure_font() -> Result<()> {
+    static REGISTERED: OnceLock<bool> = OnceLock::new();
+    let ok = *REGISTERED.get_or_init(|| {
+        register_font(FONT, FontStyle::Normal, dejavu::sans::regular()).is_ok()
+            && register_font(FONT, FontStyle::Bold, dejavu::sans::bold()).is_ok()
+    });
+    if ok {
+        Ok(())
+    } else {
+        Err(anyhow!("cannot load the embedded DejaVu Sans font"))
+    }
+}
+
+/// `4096` as `4K`, `1048576` as `1M`.
+pub fn human(n: f64) -> String {
+    let n = n.round();
+    if n >= 1048576.0 && n % 1048576.0 == 0.0 {
+        format!("{}M", n / 1048576.0)
+    } else if n >= 1024.0 && n % 1024.0 == 0.0 {
+        format!("{}K", n / 1024.0)
+    } else {
+        format!("{n}")
+    }
+}
+
+fn color(i: usize) -> RGBColor {
+    const COLORS: [RGBColor; 8] = [
+        RGBColor(31, 119, 180),
+        RGBColor(214, 39, 40),
+        RGBColor(44, 160, 44),
+        RGBColor(255, 127, 14),
+        RGBColor(148, 103, 189),
+        RGBColor(140, 86, 75),
+        RGBColor(227, 119, 194),
+        RGBColor(127, 127, 127),
+    ];
+    COLORS[i % COLORS.len()]
+}
+
+fn bounds(series: &[Series], f: impl Fn(&(f64, f64)) -> f64) -> (f64, f64) {
+    let vals = series.iter().flat_map(|s| s.points.iter().map(&f));
+    vals.fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), v| (lo.min(v), hi.max(v)))
+}
+
+/// Draws `fig` into a PNG at `path`.
+///
+/// # Errors
+/// When there is nothing to draw, the font cannot load, or the file cannot be written.
+pub fn draw(path: &Path, fig: &Figure) -> Result<()> {
+    ensure_font()?;
+    let tx = |x: f64| if fig.x_log2 { x.max(f64::MIN_POSITIVE).log2() } else { x };
+    let map = |s: &Series| Series { points: s.points.iter().map(|&(x, y)| (tx(x), y)).collect(), ..s.clone() };
+    let primary: Vec<Series> = fig.series.iter().map(map).collect();
+    let secondary: Vec<Series> = fig.secondary.iter().map(map).collect();
+    let all: Vec<Series> = primary.iter().chain(&secondary).cloned().collect();
+    let (x0, x1) = bounds(&all, |p| p.0);
+    if !x0.is_finite() {
+        return Err(anyhow!("nothing to plot for {}", path.display()));
+    }
+    let pad = ((x1 - x0) * 0.04).max(0.25);
+    let (x0, x1) = (x0 - pad, x1 + pad);
+    let y1 = bounds(&primary, |p| p.1).1.max(1e-9) * 1.12;
+    let y2 = bounds(&secondary, |p| p.1).1.max(1.0) * 1.12;
+
+    let root = BitMapBackend::new(path, (1100, 680)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow!("plot: {e}"))?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(&fig.title, (FONT, 26))
+        .margin(20)
+        .x_label_area_size(60)
+        .y_label_area_size(80)
+        .right_y_label_area_size(if secondary.is_empty() { 0 } else { 80 })
+        .build_cartesian_2d(x0..x1, 0f64..y1)
+        .map_err(|e| anyhow!("plot: {e}"))?;
+    let log2 = fig.x_log2;
+    let x_fmt = move |v: &f64| {
+        if (v - v.round()).abs() > 1e-6 {
+            if log2 {
+                String::new()
+            } else {
+                format!("{v:.1}")
+            }
+        } else if log2 {
+            human(2f64.powf(v.round()))
+        } else {
+            format!("{}", v.round())
+        }
+    };
+    let n_labels = if log2 { ((x1 - x0).ceil() as usize + 1).max(2) } else { 10 };
+    if secondary.is_empty() {
+        mesh(&mut chart, fig, n_labels, &x_fmt)?;
+        draw_primary(&mut chart, &primary)?;
+        legend(&mut chart)?;
+    } else {
+        // The secondary coordinate must exist before the mesh, so that the primary labels stay on
+        // the left and the right axis shows only the secondary scale.
+        let mut chart = chart.set_secondary_coord(x0..x1, 0f64..y2);
+        mesh(&mut chart, fig, n_labels, &x_fmt)?;
+        chart
+            .configure_secondary_axes()
+            .y_desc(fig.secondary_label.as_deref().unwrap_or(""))
+            .label_style((FONT, 16))
+            .axis_desc_style((FONT, 18))
+            .draw()
+            .map_err(|e| anyhow!("plot: {e}"))?;
+        draw_primary(&mut chart, &primary)?;
+        for (i, s) in secondary.iter().enumerate() {
+            let style = ShapeStyle { color: color(primary.len() + i).to_rgba(), filled: false, stroke_width: 2 };
+            chart
+                .draw_secondary_series(DashedLineSeries::new(s.points.clone(), 8, 6, style))
+                .map_err(|e| anyhow!("plot: {e}"))?
+                .label(s.label.as_str())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        }
+        chart
+            .configure_series_labels()
+            .label_font((FONT, 16))
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperRight)
+            .draw()
+            .map_err(|e| anyhow!("plot: {e}"))?;
+    }
+    root.present().map_err(|e| anyhow!("cannot write {}: {e}", path.display()))?;
+    Ok(())
+}
+
+type Chart<'a, 'b> = ChartContext<'a, BitMapBackend<'b>, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+fn mesh(chart: &mut Chart<'_, '_>, fig: &Figure, n_labels: usize, x_fmt: &dyn Fn(&f64) -> String) -> Result<()> {
+    chart
+        .configure_mesh()
+        .x_desc(fig.x_label.as_str())
+        .y_desc(fig.y_label.as_str())
+        .x_labels(n_labels)
+        .x_label_formatter(x_fmt)
+        .label_style((FONT, 16))
+        .axis_desc_style((FONT, 18))
+        .light_line_style(RGBColor(235, 235, 235))
+        .draw()
+        .map_err(|e| anyhow!("plot: {e}"))
+}
+
+fn draw_primary(chart: &mut Chart<'_, '_>, series: &[Series]) -> Result<()> {
+    for (i, s) in series.iter().enumerate() {
+        let c = color(i);
+        let style = ShapeStyle { color: c.to_rgba(), filled: false, stroke_width: 2 };
+        let anno = if s.dashed {
+            chart.draw_series(DashedLineSeries::new(s.points.clone(), 8, 6, style))
+        } else {
+            chart.draw_series(LineSeries::new(s.points.clone(), style))
+        }
+        .map_err(|e| anyhow!("plot: {e}"))?;
+        anno.label(s.label.as_str()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        if !s.dashed {
+            chart
+                .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))
+                .map_err(|e| anyhow!("plot: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Result<()> {
+    chart
+        .configure_series_labels()
+        .label_font((FONT, 16))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .position(SeriesLabelPosition::UpperRight)
+        .draw()
+        .map_err(|e| anyhow!("plot: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_units() {
+        assert_eq!(human(4096.0), "4K");
+        assert_eq!(human(1048576.0), "1M");
+        assert_eq!(human(3.0), "3");
+    }
+
+    #[test]
+    fn draws_a_png_with_both_axes() -> Result<()> {
+        let dir = std::env::temp_dir().join(format!("lopt-eval-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let path = dir.join("t.png");
+        let fig = Figure {
+            title: "t".into(),
+            x_label: "x (bytes)".into(),
+            y_label: "y (ms)".into(),
+            x_log2: true,
+            series: vec![Series::solid("a", vec![(1024.0, 1.0), (4096.0, 3.0)])],
+            secondary_label: Some("n".into()),
+            secondary: vec![Series::dashed("n", vec![(1024.0, 4.0), (4096.0, 1.0)])],
+        };
+        draw(&path, &fig)?;
+        let bytes = std::fs::read(&path)?;
+        assert_eq!(&bytes[1..4], b"PNG");
+        std::fs::remove_dir_all(&dir)?;
+        Ok(())
+    }
+}
