@@ -1,0 +1,351 @@
+//! The WordPiece model: greedy longest-match-first over one pre-token, exactly as HF's
+//! `models::wordpiece::WordPiece::tokenize`.
+//!
+//! HF tries `prefix + word[start..end]` in its vocabulary for `end` from the end of the word down
+//! to the next character boundary. The longest vocabulary entry that is a byte prefix of
+//! `word[start..]` is the same thing (a UTF-8 entry that matches a prefix of a UTF-8 word ends on
+//! one of its character boundaries), and a byte trie finds it in one forward walk. Continuation
+//! pieces walk from the trie node reached by the continuing-subword prefix, so one trie serves
+//! both lookups.
+//!
+//! Invariants: unit 0 is the root and the child of no node; a unit belongs to the node named by
+//! its `check`; `NONE` marks a free unit, and a node that ends no vocabulary entry.
+
+use std::collections::HashMap;
+
+const NONE: u32 = u32::MAX;
+
+/// A byte trie of the vocabulary, as a double array: the child of `node` by byte `b` is
+/// `units[node].base + b` when that unit's `check` is `node`.
+#[derive(Debug)]
+struct Trie {
+    units: Vec<Unit>,
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Unit {
+    /// Parent node (`NONE` for a free unit; the root is its own parent).
+    check: u32,
+    /// Where this node's children start.
+    base: u32,
+    /// Vocabulary id ending here (`NONE` if none).
+    value: u32,
+}
+
+/// The free units of a double array under construction, doubly linked in index order.
+struct FreeList {
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    head: u32,
+    tail: u32,
+}
+
+impl FreeList {
+    /// No free unit among the first `taken` units.
+    fn new(taken: usize) -> FreeList {
+        FreeList { next: vec![NONE; taken], prev: vec![NONE; taken], head: NONE, tail: NONE }
+    }
+
+    /// Appends `n` free units; returns the first.
+    fn grow(&mut self, units: &mut Vec<Unit>, n: usize) -> u32 {
+        let first = units.len() as u32;
+        for _ in 0..n {
+            let i = units.len() as u32;
+            units.push(Unit { check: NONE, base: 0, value: NONE });
+            self.next.push(NONE);
+            self.prev.push(self.tail);
+            if self.tail == NONE {
+                self.head = i;
+            } else {
+                self.next[self.tail as usize] = i;
+            }
+            self.tail = i;
+        }
+        first
+    }
+
+    fn remove(&mut self, i: usize) {
+        let (p, n) = (self.prev[i], self.next[i]);
+        if p == NONE {
+            self.head = n;
+        } else {
+            self.next[p as usize] = n;
+        }
+        if n == NONE {
+            self.tail = p;
+        } else {
+            self.prev[n as usize] = p;
+        }
+    }
+}
+
+impl Trie {
+    fn build(entries: &[(&[u8], u32)]) -> Trie {
+        // A plain trie first (adjacency lists), then each node's children placed at the first
+        // base where all their slots are free.
+        let mut kids: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut values: Vec<u32> = vec![NONE];
+        for &(bytes, id) in entries {
+            let mut node = 0usize;
+            for &b in bytes {
+                let found = kids[node].iter().find(|(l, _)| *l == b).map(|&(_, t)| t as usize);
+                node = match found {
+                    Some(t) => t,
+                    None => {
+                        let t = kids.len();
+                        kids.push(Vec::new());
+                        values.push(NONE);
+                        kids[node].push((b, t as u32));
+                        t
+                    }
+                };
+            }
+            values[node] = id;
+        }
+        let mut units = vec![Unit { check: 0, base: 0, value: values[0] }];
+        let mut free = FreeList::new(units.len());
+        // Plain node -> double-array index; breadth first from the root.
+        let mut index = vec![0u32; kids.len()];
+        let mut queue = std::collections::VecDeque::from([0usize]);
+        while let Some(node) = queue.pop_front() {
+            let edges = &mut kids[node];
+            if edges.is_empty() {
+                continue;
+            }
+            edges.sort_unstable_by_key(|&(l, _)| l);
+            let lowest = usize::from(edges[0].0);
+            let highest = usize::from(edges[edges.len() - 1].0);
+            // The first free unit that can hold the lowest child while the others are free too.
+            let mut f = free.head;
+            let base = loop {
+                if f == NONE {
+                    f = free.grow(&mut units, 256);
+                    continue;
+                }
+                let candidate = f as usize;
+                if candidate > lowest {
+                    let base = candidate - lowest;
+                    if edges
+                        .iter()
+                        .all(|&(l, _)| !matches!(units.get(base + usize::from(l)), Some(u) if u.check != NONE))
+                    {
+                        break base;
+                    }
+                }
+                f = free.next[candidate];
+            };
+            while units.len() <= base + highest {
+                free.grow(&mut units, 256);
+            }
+            let at = index[node] as usize;
+            units[at].base = base as u32;
+            for &(l, child) in edges.iter() {
+                let slot = base + usize::from(l);
+                free.remove(slot);
+                units[slot] = Unit { check: at as u32, base: 0, value: values[child as usize] };
+                index[child as usize] = slot as u32;
+                queue.push_back(child as usize);
+            }
+        }
+        Trie { units }
+    }
+
+    #[inline]
+    fn child(&self, node: u32, b: u8) -> u32 {
+        let slot = self.units[node as usize].base as usize + usize::from(b);
+        match self.units.get(slot) {
+            Some(u) if u.check == node && slot != 0 => slot as u32,
+            _ => NONE,
+        }
+    }
+
+    /// Walks `bytes` from `node`; returns the node reached (`NONE` if the walk fell off).
+    fn walk(&self, mut node: u32, bytes: &[u8]) -> u32 {
+        for &b in bytes {
+            if node == NONE {
+                break;
+            }
+            node = self.child(node, b);
+        }
+        node
+    }
+
+    /// The longest entry below `node` that is a prefix of `bytes`: (length, id).
+    #[inline]
+    fn longest(&self, mut node: u32, bytes: &[u8]) -> Option<(usize, u32)> {
+        let mut best = None;
+        for (i, &b) in bytes.iter().enumerate() {
+            node = self.child(node, b);
+            if node == NONE {
+                break;
+            }
+            let id = self.units[node as usize].value;
+            if id != NONE {
+                best = Some((i + 1, id));
+            }
+        }
+        best
+    }
+}
+
+/// A WordPiece model built from `tokenizer.json`'s `model` object.
+#[derive(Debug)]
+pub(super) struct WordPiece {
+    trie: Trie,
+    /// Trie node after the continuing-subword prefix (`NONE`: no entry has the prefix).
+    continuation: u32,
+    unk: Option<u32>,
+    max_chars: usize,
+    /// Number of distinct vocabulary entries (HF's `get_vocab_size`).
+    vocab_size: usize,
+    vocab: HashMap<String, u32>,
+}
+
+/// Why a word could not be tokenized: HF's `MissingUnkToken`.
+pub(super) struct MissingUnk;
+
+impl std::fmt::Display for MissingUnk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WordPiece error: Missing [UNK] token from the vocabulary")
+    }
+}
+
+impl WordPiece {
+    pub(super) fn from_json(model: &serde_json::Value) -> Result<WordPiece, String> {
+        let vocab_json = model["vocab"].as_object().ok_or("WordPiece model without a vocab object")?;
+        let mut vocab = HashMap::with_capacity(vocab_json.len());
+        for (token, id) in vocab_json {
+            let id = id.as_u64().and_then(|i| u32::try_from(i).ok()).ok_or("WordPiece vocab id is not a u32")?;
+            vocab.insert(token.clone(), id);
+        }
+        let unk_token = model["unk_token"].as_str().unwrap_or("[UNK]").to_owned();
+        let prefix = model["continuing_subword_prefix"].as_str().unwrap_or("##").to_owned();
+        let max_chars = match &model["max_input_chars_per_word"] {
+            serde_json::Value::Null => 100,
+            v => v
+                .as_u64()
+                .and_then(|m| usize::try_from(m).ok())
+                .ok_or("max_input_chars_per_word is not an unsigned integer")?,
+        };
+        let mut entries: Vec<(&[u8], u32)> = vocab.iter().map(|(t, &id)| (t.as_bytes(), id)).collect();
+        entries.sort_unstable();
+        let trie = Trie::build(&entries);
+        let continuation = trie.walk(0, prefix.as_bytes());
+        Ok(WordPiece {
+            trie,
+            continuation,
+            unk: vocab.get(&unk_token).copied(),
+            max_chars,
+            vocab_size: vocab.len(),
+            vocab,
+        })
+    }
+
+    #[cfg(test)]
+    pub(super) fn units(&self) -> usize {
+        self.trie.units.len()
+    }
+
+    pub(super) fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+
+    /// Token string by id (HF's `id_to_token`), for engines that must fill token strings.
+    pub(super) fn strings(&self) -> Vec<String> {
+        let size = self.vocab.values().max().map_or(0, |&m| m as usize + 1);
+        let mut strings = vec![String::new(); size];
+        for (token, &id) in &self.vocab {
+            strings[id as usize].clone_from(token);
+        }
+        strings
+    }
+
+    pub(super) fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
+    /// Tokenizes one normalized pre-token of `chars` characters; `emit(id, start, end)` receives
+    /// each token with byte offsets into `word`, in order.
+    ///
+    /// # Errors
+    /// [`MissingUnk`] when the word needs the unknown token and the vocabulary has none.
+    #[inline]
+    pub(super) fn tokenize(
+        &self,
+        word: &[u8],
+        chars: usize,
+        mut emit: impl FnMut(u32, usize, usize),
+    ) -> Result<(), MissingUnk> {
+        if chars <= self.max_chars {
+            // Fast path: the whole word is one entry.
+            if let Some((len, id)) = self.trie.longest(0, word) {
+                if len == word.len() {
+                    emit(id, 0, len);
+                    return Ok(());
+                }
+            }
+            if self.split(word, &mut emit) {
+                return Ok(());
+            }
+        }
+        let unk = self.unk.ok_or(MissingUnk)?;
+        emit(unk, 0, word.len());
+        Ok(())
+    }
+
+    /// Greedy split; `false` (nothing emitted) when some position matches no entry.
+    fn split(&self, word: &[u8], emit: &mut impl FnMut(u32, usize, usize)) -> bool {
+        // Matches are collected first: HF emits nothing but [UNK] for a word that fails midway.
+        let mut found: [(u32, u32, u32); 24] = [(0, 0, 0); 24];
+        let mut n = 0;
+        let mut overflow: Vec<(u32, u32, u32)> = Vec::new();
+        let mut start = 0;
+        while start < word.len() {
+            let node = if start == 0 { 0 } else { self.continuation };
+            if node == NONE {
+                return false;
+            }
+            let Some((len, id)) = self.trie.longest(node, &word[start..]) else { return false };
+            let piece = (id, start as u32, (start + len) as u32);
+            if n < found.len() {
+                found[n] = piece;
+                n += 1;
+            } else {
+                overflow.push(piece);
+            }
+            start += len;
+        }
+        for &(id, s, e) in found[..n].iter().chain(overflow.iter()) {
+            emit(id, s as usize, e as usize);
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(vocab: &[&str]) -> WordPiece {
+        let map: serde_json::Map<String, serde_json::Value> =
+            vocab.iter().enumerate().map(|(i, t)| ((*t).to_owned(), serde_json::json!(i))).collect();
+        WordPiece::from_json(&serde_json::json!({
+            "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 5, "vocab": map
+        }))
+        .unwrap()
+    }
+
+    fn run(m: &WordPiece, w: &str) -> Vec<(u32, usize, usize)> {
+        let mut out = Vec::new();
+        m.tokenize(w.as_bytes(), w.chars().count(), |i, s, e| out.push((i, s, e))).ok().unwrap();
+        out
+    }
+
+    #[test]
+    fn greedy_longest_first() {
+        let m = model(&["[UNK]", "un", "una", "##ff", "##able", "##a", "##ffable"]);
+        assert_eq!(run(&m, "unaff"), vec![(2, 0, 3), (3, 3, 5)]);
+        assert_eq!(run(&m, "unx"), vec![(0, 0, 3)]);
+        assert_eq!(run(&m, "unaffable"), vec![(0, 0, 9)], "longer than max_input_chars_per_word");
+    }
+}
