@@ -138,9 +138,11 @@ impl TokenizerBuilder {
         };
         let (engine, engine_reason): (Box<dyn Engine>, Option<String>) = match self.engine {
             EngineKind::Hf => (Box::new(HfEngine::new(Arc::clone(&hf))), None),
-            EngineKind::Auto | EngineKind::Native => match native_engine(&json, &hf) {
+            EngineKind::Auto | EngineKind::Native => match native_engine(&json) {
                 Ok(engine) => (engine, None),
-                Err(reason) if self.engine == EngineKind::Auto => (Box::new(HfEngine::new(Arc::clone(&hf))), Some(reason)),
+                Err(reason) if self.engine == EngineKind::Auto => {
+                    (Box::new(HfEngine::new(Arc::clone(&hf))), Some(reason))
+                }
                 Err(reason) => {
                     return Err(Error::new(ErrorKind::InvalidConfig, format!("no native engine: {reason}")));
                 }
@@ -307,9 +309,9 @@ impl Tokenizer {
 }
 
 /// The native engine for a tokenizer: byte-level BPE, else WordPiece; otherwise why neither.
-fn native_engine(json: &serde_json::Value, hf: &Arc<tokenizers::Tokenizer>) -> std::result::Result<Box<dyn Engine>, String> {
+fn native_engine(json: &serde_json::Value) -> std::result::Result<Box<dyn Engine>, String> {
     let bpe = match BpeEngine::new(json) {
-        Ok(engine) => return Ok(Box::new(engine.with_fallback(Arc::clone(hf)))),
+        Ok(engine) => return Ok(Box::new(engine)),
         Err(reason) => reason,
     };
     match WordPieceEngine::new(json) {

@@ -11,7 +11,9 @@
 //! `into_encoding` with byte offsets), with offsets relative to the segment and word ids counted
 //! from 0 within it.
 
+pub(crate) mod bpe;
 pub(crate) mod hf;
+pub(crate) mod wordpiece;
 
 use crate::error::Result;
 

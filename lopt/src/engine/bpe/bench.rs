@@ -1,0 +1,135 @@
+//! A quick single-thread throughput measurement (thread CPU time) of the native engine against the HF engine on
+//! the shared corpora (not a test: ignored, prints MB/s). Run with
+//! `cargo test --release -p lopt --lib bpe::bench -- --ignored --nocapture`;
+//! `LOPT_BENCH_TOKENIZERS=qwen3,gpt2` and `LOPT_BENCH_MB=8` narrow it down.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::BpeEngine;
+use crate::engine::hf::HfEngine;
+use crate::engine::Engine;
+
+fn shared() -> PathBuf {
+    std::env::var_os("LOPT_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
+}
+
+/// Whole documents of `corpus`, in file order, until `max_bytes` are collected.
+fn docs(corpus: &str, max_bytes: usize) -> Vec<String> {
+    let Ok(content) = std::fs::read_to_string(shared().join("corpora").join(corpus)) else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut total = 0;
+    for line in content.lines() {
+        let Ok(value) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        let Some(text) = value["text"].as_str() else { continue };
+        let mut text = text.to_string();
+        if total + text.len() > max_bytes {
+            let mut end = max_bytes - total;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+        }
+        total += text.len();
+        out.push(text);
+        if total >= max_bytes {
+            break;
+        }
+    }
+    out
+}
+
+/// CPU time of the calling thread in nanoseconds (the machine is shared: wall time is noisy).
+fn thread_cpu_ns() -> Option<u64> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    stat.split_whitespace().next()?.parse().ok()
+}
+
+fn throughput(engine: &dyn Engine, docs: &[String]) -> (f64, usize) {
+    let bytes: usize = docs.iter().map(String::len).sum();
+    let start = Instant::now();
+    let cpu = thread_cpu_ns();
+    let mut tokens = 0;
+    for doc in docs {
+        tokens += engine.encode_segment(doc).map_or(0, |s| s.ids.len());
+    }
+    let seconds = match (cpu, thread_cpu_ns()) {
+        (Some(a), Some(b)) => (b - a) as f64 / 1e9,
+        _ => start.elapsed().as_secs_f64(),
+    };
+    (bytes as f64 / seconds / 1e6, tokens)
+}
+
+#[test]
+#[ignore = "benchmark"]
+fn single_thread_throughput() {
+    let names =
+        std::env::var("LOPT_BENCH_TOKENIZERS").unwrap_or_else(|_| "qwen3,llama3_1,gptoss,deepseek_v3,gpt2".into());
+    let mb: usize = std::env::var("LOPT_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    let corpora = std::env::var("LOPT_BENCH_CORPORA").unwrap_or_else(|_| "en_verylong,zh_long,mixed_hard".into());
+    let with_hf = std::env::var_os("LOPT_BENCH_NO_HF").is_none();
+    let texts: Vec<(&str, Vec<String>)> =
+        corpora.split(',').map(|c| (c, docs(&format!("{c}.jsonl"), mb << 20))).collect();
+    for name in names.split(',') {
+        let path = shared().join("tokenizers").join(name).join("tokenizer.json");
+        let Ok(bytes) = std::fs::read(&path) else {
+            eprintln!("{name}: no tokenizer at {}", path.display());
+            continue;
+        };
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let hf = Arc::new(tokenizers::Tokenizer::from_bytes(&bytes).unwrap());
+        let t = Instant::now();
+        let native = BpeEngine::new(&json).unwrap();
+        let build = t.elapsed();
+        let hf_engine = HfEngine::new(hf);
+        for (corpus, docs) in &texts {
+            let (native_mbs, n_tokens) = throughput(&native, docs);
+            // HF is slow: a quarter of the text is enough for its rate.
+            let quarter: Vec<String> = docs.iter().take(docs.len().div_ceil(4)).cloned().collect();
+            let (hf_mbs, _) = if with_hf { throughput(&hf_engine, &quarter) } else { (f64::NAN, 0) };
+            println!(
+                "{name:12} {corpus:20} native {native_mbs:7.1} MB/s   hf {hf_mbs:6.1} MB/s   x{:4.1}   ({n_tokens} tokens, build {build:?})",
+                native_mbs / hf_mbs
+            );
+        }
+    }
+}
+
+#[test]
+#[ignore = "benchmark"]
+fn pretoken_stats() {
+    let name = std::env::var("LOPT_BENCH_TOKENIZERS").unwrap_or_else(|_| "qwen3".into());
+    let path = shared().join("tokenizers").join(&name).join("tokenizer.json");
+    let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    let engine = BpeEngine::new(&json).unwrap();
+    for corpus in ["en_verylong", "zh_long"] {
+        let docs = docs(&format!("{corpus}.jsonl"), 8 << 20);
+        let mut hist = [0usize; 8];
+        let mut n = 0usize;
+        let mut bytes_by_bucket = [0usize; 8];
+        let mut distinct = std::collections::HashSet::new();
+        for doc in &docs {
+            engine.pre_tokenizer.split(doc, &mut |s, e| {
+                let len = e - s;
+                let bucket = match len {
+                    0..=4 => 0,
+                    5..=8 => 1,
+                    9..=16 => 2,
+                    17..=24 => 3,
+                    25..=48 => 4,
+                    49..=96 => 5,
+                    97..=256 => 6,
+                    _ => 7,
+                };
+                hist[bucket] += 1;
+                bytes_by_bucket[bucket] += len;
+                n += 1;
+                distinct.insert(&doc.as_bytes()[s..e]);
+            });
+        }
+        println!("{name} {corpus}: {n} pre-tokens, {} distinct; count by len <=4,8,16,24,48,96,256,more: {hist:?}; bytes {bytes_by_bucket:?}", distinct.len());
+    }
+}

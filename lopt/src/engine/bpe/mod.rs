@@ -1,0 +1,444 @@
+//! The native byte-level BPE engine: added tokens, NFC, the split regexes, ByteLevel and the BPE
+//! model of GPT-2, Llama-3, Qwen2/3, DeepSeek-V3 and GPT-4o/GPT-OSS style `tokenizer.json`s,
+//! without HF's per-piece allocations and alignment vectors.
+//!
+//! Contract (the [`Engine`] one): [`BpeEngine::encode_segment`] returns exactly what
+//! [`HfEngine`] returns for the same segment: ids, byte offsets, word ids, number of words.
+//!
+//! How each HF stage is reproduced:
+//! * added tokens: [`added`], HF's two passes (raw, then normalized);
+//! * normalizer: none, or NFC. Text that NFC leaves unchanged (checked fast) keeps the identity
+//!   alignment; a piece that NFC changes is normalized with HF's own normalizer crate and aligned
+//!   by HF's `transform` rule ([`nfc_aligned`]);
+//! * pre-tokenizer: [`pretok`], then ByteLevel, which is a bijection on bytes: the model works on
+//!   raw bytes and token ids are the same;
+//! * model: [`model`];
+//! * offsets: HF maps byte-level characters back through its alignments, so a token that covers
+//!   part of a multi-byte character reports the whole character; here that is "widen the token's
+//!   byte range to character boundaries".
+//!
+//! Word ids count every split HF keeps (added tokens and pre-tokens), from 0 within the segment.
+
+mod added;
+#[cfg(test)]
+mod bench;
+mod model;
+mod pretok;
+mod table;
+mod unicode;
+
+use std::collections::HashMap;
+
+use serde_json::Value;
+
+use super::{Engine, Segment};
+use crate::error::Result;
+use added::AddedVocab;
+use model::{BpeModel, Scratch};
+use pretok::{PreTokenizer, Stage};
+use table::U64Map;
+
+/// Pre-tokens up to this many bytes are remembered within a segment: words repeat, and a hash
+/// lookup is cheaper than merging.
+const CACHE_MAX_LEN: usize = 48;
+
+/// Native byte-level BPE; see the module documentation.
+pub(crate) struct BpeEngine {
+    added: AddedVocab,
+    nfc: bool,
+    pre_tokenizer: PreTokenizer,
+    model: BpeModel,
+}
+
+impl BpeEngine {
+    /// Compiles the engine from a parsed `tokenizer.json`.
+    ///
+    /// # Errors
+    /// The reason, naming the component, when some component is not one this engine reproduces.
+    pub(crate) fn new(json: &Value) -> std::result::Result<BpeEngine, String> {
+        let nfc = normalizer(&json["normalizer"])?;
+        let mut stages = Vec::new();
+        let mut byte_level = false;
+        pre_tokenizer(&json["pre_tokenizer"], &mut stages, &mut byte_level)?;
+        if !byte_level {
+            return Err("the pre-tokenizer has no ByteLevel step, so the BPE model is not byte-level".into());
+        }
+        let model_json = &json["model"];
+        let model = BpeModel::from_json(model_json)?;
+        let vocab = &model_json["vocab"];
+        let model_size = vocab.as_object().map_or(0, serde_json::Map::len);
+        let added = AddedVocab::from_json(
+            &json["added_tokens"],
+            |content| vocab[content].as_u64().and_then(|id| u32::try_from(id).ok()),
+            model_size,
+            |content| if nfc { nfc_string(content) } else { content.to_string() },
+        )?;
+        unicode::init();
+        if nfc {
+            unicode::init_nfc();
+        }
+        Ok(BpeEngine { added, nfc, pre_tokenizer: PreTokenizer::new(stages), model })
+    }
+}
+
+fn nfc_string(s: &str) -> String {
+    use unicode_normalization_alignments::UnicodeNormalization;
+    s.nfc().map(|(c, _)| c).collect()
+}
+
+/// Whether the normalizer is NFC (`true`) or nothing (`false`).
+fn normalizer(json: &Value) -> std::result::Result<bool, String> {
+    if json.is_null() {
+        return Ok(false);
+    }
+    match json["type"].as_str() {
+        Some("NFC") => Ok(true),
+        Some("Sequence") => {
+            let mut nfc = false;
+            for item in json["normalizers"].as_array().ok_or("normalizer Sequence without a list")? {
+                nfc |= normalizer(item)?;
+            }
+            Ok(nfc)
+        }
+        other => Err(format!("normalizer {} is not supported natively", other.unwrap_or("?"))),
+    }
+}
+
+fn pre_tokenizer(json: &Value, stages: &mut Vec<Stage>, byte_level: &mut bool) -> std::result::Result<(), String> {
+    if json.is_null() {
+        return Ok(());
+    }
+    if *byte_level {
+        return Err("a pre-tokenizer step after ByteLevel is not supported natively".into());
+    }
+    match json["type"].as_str() {
+        Some("Sequence") => {
+            for item in json["pretokenizers"].as_array().ok_or("pre-tokenizer Sequence without a list")? {
+                pre_tokenizer(item, stages, byte_level)?;
+            }
+            Ok(())
+        }
+        Some("Split") => {
+            let pattern =
+                json["pattern"]["Regex"].as_str().ok_or("Split by a literal string is not supported natively")?;
+            if json["behavior"].as_str() != Some("Isolated") || json["invert"].as_bool() == Some(true) {
+                return Err("only Isolated, non-inverted Split is supported natively".into());
+            }
+            stages.push(Stage::from_pattern(pattern)?);
+            Ok(())
+        }
+        Some("ByteLevel") => {
+            if json["add_prefix_space"].as_bool() == Some(true) {
+                return Err("ByteLevel add_prefix_space is not supported natively".into());
+            }
+            if json["use_regex"].as_bool() != Some(false) {
+                stages.push(Stage::Gpt2);
+            }
+            *byte_level = true;
+            Ok(())
+        }
+        other => Err(format!("pre-tokenizer {} is not supported natively", other.unwrap_or("?"))),
+    }
+}
+
+/// A text the engine tokenizes: the segment itself, or a piece of it that NFC changed.
+#[derive(Clone, Copy)]
+struct Text<'a> {
+    str: &'a str,
+    /// For a normalized piece: where the piece starts in the segment, and for each byte of the
+    /// normalized text the original range (relative to the piece) it comes from, as HF aligns it.
+    aligned: Option<(usize, &'a [(u32, u32)])>,
+}
+
+impl Text<'_> {
+    /// The segment offsets of the normalized range `start..end` (non-empty): HF's
+    /// `convert_offsets`, which spans from the first byte's origin to the last byte's.
+    #[inline(always)]
+    fn original(&self, start: usize, end: usize) -> (usize, usize) {
+        match self.aligned {
+            None => {
+                // Identity alignment: a token that splits a character reports the whole
+                // character (each byte-level character is aligned to its source character).
+                let bytes = self.str.as_bytes();
+                let (mut s, mut e) = (start, end);
+                while s > 0 && !is_char_start(bytes[s]) {
+                    s -= 1;
+                }
+                while e < bytes.len() && !is_char_start(bytes[e]) {
+                    e += 1;
+                }
+                (s, e)
+            }
+            Some((base, alignments)) => (base + alignments[start].0 as usize, base + alignments[end - 1].1 as usize),
+        }
+    }
+}
+
+/// Pre-tokens of at most this many bytes are cached under their bytes packed in a `u64`.
+const SHORT: usize = 7;
+
+/// The cache key of a short pre-token: its bytes, little-endian, and its length in the top byte
+/// (so keys of different lengths differ and none is [`table::EMPTY`]).
+#[inline(always)]
+fn short_key(text: &[u8], start: usize, len: usize) -> u64 {
+    let word = if start + 8 <= text.len() {
+        let mut buf = [0u8; 8];
+        buf.copy_from_slice(&text[start..start + 8]);
+        u64::from_le_bytes(buf) & ((1u64 << (8 * len)) - 1)
+    } else {
+        let mut buf = [0u8; 8];
+        buf[..len].copy_from_slice(&text[start..start + len]);
+        u64::from_le_bytes(buf)
+    };
+    word | (len as u64) << 56
+}
+
+/// The state of one `encode_segment` call.
+struct Run<'a> {
+    engine: &'a BpeEngine,
+    segment: Segment,
+    scratch: Scratch,
+    /// Short pre-tokens (packed bytes) → `from << 32 | to`, a range of `arena`.
+    short: U64Map,
+    /// Longer pre-tokens, up to [`CACHE_MAX_LEN`] bytes → range of `arena`.
+    long: HashMap<&'a [u8], (u32, u32), ahash::RandomState>,
+    /// The ids of cached pre-tokens.
+    arena: Vec<u32>,
+}
+
+impl<'a> Run<'a> {
+    fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
+        let word = self.segment.words;
+        self.segment.ids.push(id);
+        self.segment.offsets.push(offsets);
+        self.segment.word_ids.push(word);
+        self.segment.words += 1;
+    }
+
+    /// The ids of the pre-token `text[start..end]`, as a range of `arena`; `cached` is false when
+    /// the range is scratch space to drop after use.
+    #[inline(always)]
+    fn ids(&mut self, text: &'a [u8], start: usize, end: usize) -> (usize, usize, bool) {
+        let len = end - start;
+        if len <= SHORT {
+            let key = short_key(text, start, len);
+            if let Some(range) = self.short.get(key) {
+                return ((range >> 32) as usize, (range & 0xffff_ffff) as usize, true);
+            }
+            let from = self.arena.len();
+            self.engine.model.encode(&text[start..end], &mut self.scratch, &mut self.arena);
+            let to = self.arena.len();
+            self.short.insert(key, (from as u64) << 32 | to as u64);
+            return (from, to, true);
+        }
+        let bytes = &text[start..end];
+        if len <= CACHE_MAX_LEN {
+            if let Some(&(from, to)) = self.long.get(bytes) {
+                return (from as usize, to as usize, true);
+            }
+            let from = self.arena.len();
+            self.engine.model.encode(bytes, &mut self.scratch, &mut self.arena);
+            let to = self.arena.len();
+            self.long.insert(bytes, (from as u32, to as u32));
+            return (from, to, true);
+        }
+        let from = self.arena.len();
+        self.engine.model.encode(bytes, &mut self.scratch, &mut self.arena);
+        (from, self.arena.len(), false)
+    }
+
+    /// One pre-token, `text[start..end]`.
+    #[inline(always)]
+    fn word(&mut self, text: Text<'a>, start: usize, end: usize) {
+        let (from, to, cached) = self.ids(text.str.as_bytes(), start, end);
+        let word = self.segment.words;
+        let mut pos = start;
+        for k in from..to {
+            let id = self.arena[k];
+            let len = self.engine.model.token_len(id);
+            self.segment.ids.push(id);
+            self.segment.offsets.push(text.original(pos, pos + len));
+            self.segment.word_ids.push(word);
+            pos += len;
+        }
+        if !cached {
+            self.arena.truncate(from);
+        }
+        self.segment.words += 1;
+    }
+
+    /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
+    fn pre_tokenize(&mut self, text: Text<'a>, start: usize, end: usize) {
+        let engine = self.engine;
+        engine.pre_tokenizer.split(&text.str[start..end], &mut |s, e| self.word(text, start + s, start + e));
+    }
+
+    /// A piece between raw added tokens: the normalized added tokens, then pre-tokens.
+    fn piece(&mut self, text: Text<'a>, start: usize, end: usize) {
+        if !self.engine.added.has_normalized() {
+            self.pre_tokenize(text, start, end);
+            return;
+        }
+        let mut inner: Vec<(Option<u32>, usize, usize)> = Vec::new();
+        self.engine
+            .added
+            .split_normalized(&text.str[start..end], &mut |id, s, e| inner.push((id, start + s, start + e)));
+        for (id, s, e) in inner {
+            match id {
+                Some(id) => self.added_token(id, text.original(s, e)),
+                None => self.pre_tokenize(text, s, e),
+            }
+        }
+    }
+}
+
+#[inline(always)]
+fn is_char_start(b: u8) -> bool {
+    (b as i8) >= -0x40
+}
+
+/// A piece that NFC changes: its normalized text and HF's alignments for it.
+struct Normalized {
+    text: String,
+    alignments: Vec<(u32, u32)>,
+}
+
+/// NFC of `piece` with the alignments HF's `NormalizedString::nfc` computes: the same normalizer
+/// (`unicode-normalization-alignments`, which reports each output character as replacing one
+/// input character, possibly swallowing the next `-change` ones, or as inserted when `change > 0`)
+/// and the same rule as `NormalizedString::transform`: a replacing character is aligned to the
+/// input character it replaces, an inserted one to the input character before it. Every byte of
+/// an output character gets that character's alignment. Offsets are relative to `piece`.
+fn nfc_aligned(piece: &str) -> Normalized {
+    use unicode_normalization_alignments::UnicodeNormalization;
+    let bytes = piece.as_bytes();
+    let char_at = |i: usize| -> (u32, u32) {
+        let len = piece[i..].chars().next().map_or(0, char::len_utf8);
+        (i as u32, (i + len) as u32)
+    };
+    let char_before = |i: usize| -> (u32, u32) {
+        let mut s = i - 1;
+        while !is_char_start(bytes[s]) {
+            s -= 1;
+        }
+        (s as u32, i as u32)
+    };
+    let mut text = String::with_capacity(piece.len() + 8);
+    let mut alignments = Vec::with_capacity(piece.len() + 8);
+    let mut replaced = piece.chars();
+    let mut offset = 0usize;
+    for (c, change) in piece.nfc() {
+        let align = if change > 0 {
+            if offset == 0 {
+                (0, 0)
+            } else {
+                char_before(offset)
+            }
+        } else if offset < piece.len() {
+            char_at(offset)
+        } else {
+            (offset as u32, offset as u32)
+        };
+        if change <= 0 {
+            offset += replaced.next().map_or(0, char::len_utf8);
+        }
+        if change < 0 {
+            offset += (&mut replaced).take(change.unsigned_abs()).map(char::len_utf8).sum::<usize>();
+        }
+        text.push(c);
+        alignments.extend(std::iter::repeat_n(align, c.len_utf8()));
+    }
+    Normalized { text, alignments }
+}
+
+impl Engine for BpeEngine {
+    fn name(&self) -> &'static str {
+        "bpe"
+    }
+
+    fn encode_segment(&self, segment: &str) -> Result<Segment> {
+        let mut pieces: Vec<(Option<u32>, usize, usize)> = Vec::new();
+        self.added.split_raw(segment, &mut |id, s, e| pieces.push((id, s, e)));
+        // Pieces that NFC changes, normalized up front so that the cache can borrow them.
+        let mut normalized: Vec<(usize, Normalized)> = Vec::new();
+        if self.nfc {
+            for (k, &(id, s, e)) in pieces.iter().enumerate() {
+                if id.is_none() && !unicode::is_nfc_unchanged(&segment[s..e]) {
+                    normalized.push((k, nfc_aligned(&segment[s..e])));
+                }
+            }
+        }
+        let mut run = Run {
+            engine: self,
+            segment: Segment::default(),
+            scratch: Scratch::default(),
+            short: U64Map::with_capacity(1024),
+            long: HashMap::with_capacity_and_hasher(1024, ahash::RandomState::default()),
+            arena: Vec::new(),
+        };
+        let capacity = segment.len() / 3;
+        run.segment.ids.reserve(capacity);
+        run.segment.offsets.reserve(capacity);
+        run.segment.word_ids.reserve(capacity);
+        let raw = Text { str: segment, aligned: None };
+        let mut next_normalized = normalized.iter().peekable();
+        for (k, &(id, start, end)) in pieces.iter().enumerate() {
+            if let Some(id) = id {
+                run.added_token(id, (start, end));
+            } else if let Some((_, n)) = next_normalized.next_if(|(j, _)| *j == k) {
+                let text = Text { str: &n.text, aligned: Some((start, &n.alignments)) };
+                run.piece(text, 0, n.text.len());
+            } else {
+                run.piece(raw, start, end);
+            }
+        }
+        Ok(run.segment)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hf_nfc(piece: &str) -> (String, Vec<(u32, u32)>) {
+        use tokenizers::normalizer::Range;
+        let mut n = tokenizers::NormalizedString::from(piece);
+        n.nfc();
+        let alignments = (0..n.len())
+            .map(|i| {
+                let r = n.convert_offsets(Range::Normalized(i..i + 1)).unwrap();
+                (r.start as u32, r.end as u32)
+            })
+            .collect();
+        (n.get().to_string(), alignments)
+    }
+
+    /// The alignments of NFC-changed text are HF's, character by character.
+    #[test]
+    fn nfc_alignments_match_hf() {
+        let pool: Vec<char> = "ae\u{301}\u{300}\u{316}\u{308}\u{323}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{212b}\u{2126}\u{f900}\u{958}\u{1e9b}\u{344}\u{f6} x한\u{327}C\u{30c}\u{5b0}\u{5bc}"
+            .chars()
+            .collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..20_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = 1 + (state % 9) as usize;
+            let piece: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
+            let ours = nfc_aligned(&piece);
+            assert_eq!((ours.text.clone(), ours.alignments.clone()), hf_nfc(&piece), "{piece:?}");
+        }
+    }
+
+    #[test]
+    fn refuses_unsupported_components() {
+        let json = serde_json::json!({
+            "normalizer": {"type": "Lowercase"},
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},
+            "model": {"type": "BPE", "vocab": {}, "merges": []},
+        });
+        let err = BpeEngine::new(&json).err().unwrap_or_default();
+        assert!(err.contains("Lowercase"), "{err}");
+    }
+}

@@ -1,0 +1,626 @@
+//! The byte-level BPE model: one pre-token's bytes in, token ids out, exactly as HF's `BPE` model
+//! computes them on the pre-token's byte-level string.
+//!
+//! HF merges with a heap of candidate pairs and applies, repeatedly, the candidate with the lowest
+//! rank, the leftmost one among equal ranks; a popped candidate is applied only while its pair is
+//! still there (checked through the merged id). Because a symbol only ever grows, the pair at a
+//! position never comes back once it changed, so this is the textbook rule "merge the
+//! lowest-ranked adjacent pair, leftmost first, until none is left", which both algorithms here
+//! implement: a quadratic scan on the stack for short pre-tokens and the heap over a linked list
+//! for long ones (the unit tests check them against each other). Multi-byte characters whose own
+//! merges provably come first start merged ([`premerge`], argued there and checked against BPE
+//! from bytes on the real vocabularies), which divides the work on CJK text by about three.
+//!
+//! Invariants checked when the model is built (anything else is refused, and HF serves the
+//! tokenizer): every byte's character is in the vocabulary (so no character is ever dropped or
+//! unknown), ids are unique and below 2^31, no continuing-subword prefix or end-of-word suffix, no
+//! dropout. `ignore_merges` looks the whole pre-token up first, as HF does.
+
+use std::collections::{BinaryHeap, HashMap};
+
+use serde_json::Value;
+
+use super::table::U64Map;
+
+/// GPT-2's `bytes_to_unicode`: the printable character that stands for each byte.
+pub(crate) fn byte_to_char() -> [char; 256] {
+    let mut table = ['\0'; 256];
+    let mut n = 0u32;
+    for b in 0..=255u8 {
+        let printable = matches!(b, b'!'..=b'~' | 0xa1..=0xac | 0xae..=0xff);
+        let cp = if printable {
+            u32::from(b)
+        } else {
+            n += 1;
+            255 + n
+        };
+        table[usize::from(b)] = char::from_u32(cp).unwrap_or('\0');
+    }
+    table
+}
+
+/// The inverse of [`byte_to_char`]: the byte of each alphabet character (all below U+0144).
+fn char_to_byte_table() -> [Option<u8>; 0x144] {
+    let mut inverse = [None; 0x144];
+    for (b, c) in byte_to_char().iter().enumerate() {
+        inverse[*c as usize] = u8::try_from(b).ok();
+    }
+    inverse
+}
+
+/// The byte a byte-level character stands for, `None` outside the alphabet.
+fn char_to_byte(c: char, inverse: &[Option<u8>; 0x144]) -> Option<u8> {
+    inverse.get(c as usize).copied().flatten()
+}
+
+type Hasher = ahash::RandomState;
+
+/// The merge-table key of an adjacent pair (never [`super::table::EMPTY`]: ids fit in 31 bits,
+/// checked when the model is built).
+#[inline(always)]
+fn pair_key(a: u32, b: u32) -> u64 {
+    u64::from(a) << 32 | u64::from(b)
+}
+
+/// A pre-token whose ids are known: a slice of [`BpeModel`]'s scratch output.
+pub(crate) struct BpeModel {
+    /// Id of each single byte.
+    byte_ids: [u32; 256],
+    /// `(left << 32 | right)` → `(rank << 32 | merged id)`.
+    merges: U64Map,
+    /// Whole tokens by their bytes, for `ignore_merges`.
+    vocab: HashMap<Box<[u8]>, u32, Hasher>,
+    /// Byte length of each model token, by id (0 for ids the model does not have).
+    token_len: Vec<u32>,
+    ignore_merges: bool,
+    /// Per BMP code point: the packed [`Premerge`] entry, 0 when the character starts as bytes.
+    premerge: Vec<u64>,
+}
+
+/// Reusable buffers of one encoding call.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    symbols: Vec<u32>,
+    ids: Vec<u32>,
+    ranks: Vec<u64>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    heap: BinaryHeap<std::cmp::Reverse<u64>>,
+}
+
+const NONE: u64 = u64::MAX;
+
+/// Above this many bytes a pre-token is merged with the heap rather than by scanning (at most
+/// 255: the scan links symbols with `u8` indices).
+const SCAN_LIMIT: usize = 32;
+
+impl BpeModel {
+    /// Builds the model from `tokenizer.json`'s `model` object.
+    ///
+    /// # Errors
+    /// The reason, when the model is not a byte-level BPE that this engine reproduces exactly.
+    pub(crate) fn from_json(model: &Value) -> Result<BpeModel, String> {
+        if model["type"].as_str() != Some("BPE") {
+            return Err(format!("model {} is not BPE", model["type"].as_str().unwrap_or("?")));
+        }
+        if model["dropout"].as_f64().is_some_and(|d| d > 0.0) {
+            return Err("BPE dropout is random".into());
+        }
+        for key in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if model[key].as_str().is_some_and(|s| !s.is_empty()) {
+                return Err(format!("BPE {key} is not supported natively"));
+            }
+        }
+        let table = char_to_byte_table();
+        let vocab_json = model["vocab"].as_object().ok_or("BPE vocab is not an object")?;
+        let mut vocab: HashMap<Box<[u8]>, u32, Hasher> =
+            HashMap::with_capacity_and_hasher(vocab_json.len(), Hasher::default());
+        let mut by_string: HashMap<&str, u32, Hasher> =
+            HashMap::with_capacity_and_hasher(vocab_json.len(), Hasher::default());
+        let mut max_id = 0u32;
+        for (token, id) in vocab_json {
+            let id = id
+                .as_u64()
+                .and_then(|i| u32::try_from(i).ok())
+                .filter(|&i| i < 1 << 31)
+                .ok_or("BPE vocab id is not below 2^31")?;
+            max_id = max_id.max(id);
+            by_string.insert(token.as_str(), id);
+        }
+        let mut token_len = vec![0u32; max_id as usize + 1];
+        let mut seen = vec![false; max_id as usize + 1];
+        for (&token, &id) in &by_string {
+            if std::mem::replace(&mut seen[id as usize], true) {
+                return Err(format!("BPE vocab id {id} is used twice"));
+            }
+            // Tokens with characters outside the byte-level alphabet can never be produced.
+            let Some(bytes) = token.chars().map(|c| char_to_byte(c, &table)).collect::<Option<Vec<u8>>>() else {
+                continue;
+            };
+            token_len[id as usize] = u32::try_from(bytes.len()).map_err(|_| "BPE token too long")?;
+            vocab.insert(bytes.into_boxed_slice(), id);
+        }
+        let mut byte_ids = [0u32; 256];
+        for b in 0..=255u8 {
+            let key = [b];
+            byte_ids[usize::from(b)] = *vocab
+                .get(&key[..])
+                .ok_or_else(|| format!("byte {b:#04x} has no token: characters could be dropped"))?;
+        }
+        let merges_json = model["merges"].as_array().ok_or("BPE merges are not a list")?;
+        let mut merges = U64Map::with_capacity(merges_json.len());
+        for (rank, merge) in merges_json.iter().enumerate() {
+            let (a, b) = match merge {
+                Value::String(line) => line.split_once(' ').ok_or_else(|| format!("bad merge {line:?}"))?,
+                Value::Array(pair) if pair.len() == 2 => {
+                    (pair[0].as_str().ok_or("bad merge pair")?, pair[1].as_str().ok_or("bad merge pair")?)
+                }
+                _ => return Err("bad merge entry".into()),
+            };
+            if merge.is_string() && b.contains(' ') {
+                return Err(format!("bad merge {merge}"));
+            }
+            let id_of =
+                |s: &str| by_string.get(s).copied().ok_or_else(|| format!("merge token {s:?} is not in the vocab"));
+            let (ia, ib) = (id_of(a)?, id_of(b)?);
+            let merged = id_of(&format!("{a}{b}"))?;
+            let rank = u64::try_from(rank).map_err(|_| "too many merges")?;
+            // A repeated pair keeps its last rank, as HF's map does.
+            merges.insert(pair_key(ia, ib), rank << 32 | u64::from(merged));
+        }
+        let ignore_merges = model["ignore_merges"].as_bool().unwrap_or(false);
+        let mut model = BpeModel { byte_ids, merges, vocab, token_len, ignore_merges, premerge: Vec::new() };
+        model.premerge = premerge::table(&model, merges_json.len());
+        Ok(model)
+    }
+
+    /// Byte length of the model token `id` (0 for an id that is not the model's).
+    #[inline]
+    pub(crate) fn token_len(&self, id: u32) -> usize {
+        self.token_len.get(id as usize).map_or(0, |&l| l as usize)
+    }
+
+    /// The merged pair `(rank << 32 | id)` of two adjacent ids, or [`NONE`].
+    #[inline(always)]
+    fn pair(&self, a: u32, b: u32) -> u64 {
+        self.merges.get(pair_key(a, b)).unwrap_or(NONE)
+    }
+
+    /// Appends the ids of the pre-token `word` (its raw bytes) to `out`.
+    pub(crate) fn encode(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
+        match word.len() {
+            0 => return,
+            1 => {
+                out.push(self.byte_ids[usize::from(word[0])]);
+                return;
+            }
+            _ => {}
+        }
+        if self.ignore_merges {
+            if let Some(&id) = self.vocab.get(word) {
+                out.push(id);
+                return;
+            }
+        }
+        let symbols = &mut scratch.symbols;
+        symbols.clear();
+        self.initial_symbols(word, symbols);
+        if symbols.len() <= SCAN_LIMIT {
+            self.merge_scan(symbols, out);
+        } else {
+            let symbols = std::mem::take(&mut scratch.symbols);
+            self.merge_heap(&symbols, scratch, out);
+            scratch.symbols = symbols;
+        }
+    }
+
+    /// The symbols BPE starts from: one per byte, except that a character whose isolated merges
+    /// provably happen first in any context starts as their result (see [`Premerge`]).
+    #[inline]
+    fn initial_symbols(&self, word: &[u8], symbols: &mut Vec<u32>) {
+        let n = word.len();
+        let mut i = 0;
+        while i < n {
+            let b = word[i];
+            let len = match b {
+                0..=0x7f => 1,
+                0xc0..=0xdf => 2,
+                0xe0..=0xef => 3,
+                _ => 4,
+            };
+            if len > 1 && len < 4 && i + len <= n {
+                let entry = self.premerge.get(decode_bmp(&word[i..i + len])).copied().unwrap_or(0);
+                if entry != 0 {
+                    let left = if i == 0 {
+                        true
+                    } else if word[i - 1] < 0x80 {
+                        entry & premerge::AFTER_ASCII != 0
+                    } else {
+                        entry & premerge::AFTER_CONT != 0
+                    };
+                    let right = if i + len == n {
+                        true
+                    } else if word[i + len] < 0x80 {
+                        entry & premerge::BEFORE_ASCII != 0
+                    } else {
+                        entry & premerge::BEFORE_LEAD != 0
+                    };
+                    if left && right {
+                        symbols.push(premerge::first(entry));
+                        if let Some(second) = premerge::second(entry) {
+                            symbols.push(second);
+                        }
+                        i += len;
+                        continue;
+                    }
+                }
+            }
+            let end = (i + len).min(n);
+            symbols.extend(word[i..end].iter().map(|&b| self.byte_ids[usize::from(b)]));
+            i = end;
+        }
+    }
+
+    /// Quadratic merge for short pre-tokens, on the stack: the rank of the pair starting at each
+    /// live symbol, a linked list of live symbols, and a scan for the minimum per merge (no heap,
+    /// no shifting).
+    fn merge_scan(&self, symbols: &[u32], out: &mut Vec<u32>) {
+        let n = symbols.len();
+        debug_assert!((1..=SCAN_LIMIT).contains(&n));
+        let mut ids = [0u32; SCAN_LIMIT];
+        let mut ranks = [NONE; SCAN_LIMIT];
+        let mut next = [0u8; SCAN_LIMIT];
+        let mut prev = [0u8; SCAN_LIMIT];
+        for (i, &id) in symbols.iter().enumerate() {
+            ids[i] = id;
+            next[i] = (i + 1) as u8;
+            prev[i] = i.wrapping_sub(1) as u8;
+        }
+        for i in 0..n - 1 {
+            ranks[i] = self.pair(ids[i], ids[i + 1]);
+        }
+        let end = n as u8;
+        loop {
+            let mut best = NONE;
+            let mut at = 0;
+            // Dead symbols and the last one hold NONE; strictly lower keeps the leftmost of equal
+            // ranks.
+            for (k, &r) in ranks[..n].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = k;
+                }
+            }
+            if best == NONE {
+                break;
+            }
+            let right = usize::from(next[at]);
+            ids[at] = best as u32;
+            ranks[right] = NONE;
+            let after = next[right];
+            next[at] = after;
+            if after != end {
+                prev[usize::from(after)] = at as u8;
+                ranks[at] = self.pair(ids[at], ids[usize::from(after)]);
+            } else {
+                ranks[at] = NONE;
+            }
+            if at > 0 {
+                let before = usize::from(prev[at]);
+                ranks[before] = self.pair(ids[before], ids[at]);
+            }
+        }
+        let mut i = 0;
+        while i != n {
+            out.push(ids[i]);
+            i = usize::from(next[i]);
+        }
+    }
+
+    /// HF's algorithm: candidates `(rank, position)` in a min-heap over a linked list of symbols;
+    /// a candidate is stale when its left symbol is gone or its pair has changed since.
+    fn merge_heap(&self, symbols: &[u32], scratch: &mut Scratch, out: &mut Vec<u32>) {
+        let n = symbols.len();
+        let Scratch { ids, ranks, next, prev, heap, .. } = scratch;
+        ids.clear();
+        ids.extend_from_slice(symbols);
+        next.clear();
+        next.extend((1..=n as u32).map(|i| if (i as usize) < n { i } else { u32::MAX }));
+        prev.clear();
+        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+        // ranks[i]: the pair currently starting at symbol i (rank << 32 | id), NONE if none; a
+        // dead symbol gets NONE too, which makes its stale candidates fail the check below.
+        ranks.clear();
+        ranks.extend((0..n).map(|i| if i + 1 < n { self.pair(ids[i], ids[i + 1]) } else { NONE }));
+        heap.clear();
+        for (i, &r) in ranks.iter().enumerate() {
+            if r != NONE {
+                heap.push(std::cmp::Reverse((r >> 32) << 32 | i as u64));
+            }
+        }
+        while let Some(std::cmp::Reverse(top)) = heap.pop() {
+            let pos = (top & 0xffff_ffff) as usize;
+            let rank = top >> 32;
+            let current = ranks[pos];
+            if current == NONE || current >> 32 != rank {
+                continue;
+            }
+            let right = next[pos] as usize;
+            ids[pos] = current as u32;
+            // Unlink the right symbol.
+            let after = next[right];
+            next[pos] = after;
+            if after != u32::MAX {
+                prev[after as usize] = pos as u32;
+            }
+            ranks[right] = NONE;
+            ids[right] = u32::MAX;
+            ranks[pos] = if after != u32::MAX { self.pair(ids[pos], ids[after as usize]) } else { NONE };
+            if ranks[pos] != NONE {
+                heap.push(std::cmp::Reverse((ranks[pos] >> 32) << 32 | pos as u64));
+            }
+            let before = prev[pos];
+            if before != u32::MAX {
+                let b = before as usize;
+                ranks[b] = self.pair(ids[b], ids[pos]);
+                if ranks[b] != NONE {
+                    heap.push(std::cmp::Reverse((ranks[b] >> 32) << 32 | b as u64));
+                }
+            }
+        }
+        let mut i = 0usize;
+        while i != u32::MAX as usize {
+            out.push(ids[i]);
+            i = next[i] as usize;
+        }
+    }
+}
+
+/// The code point of a 2- or 3-byte UTF-8 character.
+#[inline(always)]
+fn decode_bmp(c: &[u8]) -> usize {
+    if c.len() == 2 {
+        usize::from(c[0] & 0x1f) << 6 | usize::from(c[1] & 0x3f)
+    } else {
+        usize::from(c[0] & 0x0f) << 12 | usize::from(c[1] & 0x3f) << 6 | usize::from(c[2] & 0x3f)
+    }
+}
+
+/// Starting a character from the result of its own merges instead of its bytes.
+///
+/// Let `r` be the highest rank among the merges BPE applies to a character `c` in isolation, and
+/// call `c`'s *edge symbols* every symbol that, during those merges, starts where `c` starts
+/// (left edge) or ends where `c` ends (right edge). If every merge `(x, p)` with `p` a left-edge
+/// symbol and `x` a token that can precede `c`, and every merge `(p, x)` with `p` a right-edge
+/// symbol and `x` a token that can follow `c`, has a rank above `r`, then in any word BPE
+/// finishes `c`'s own merges before touching `c` from outside: until `c` is done one of its
+/// merges (rank `<= r`) is always available, so nothing ranked above `r` is chosen across its
+/// edges; and the cross pairs that its finished symbols form from the start rank above `r`
+/// too, so starting from them changes no choice. Hence BPE from the premerged symbols returns
+/// exactly BPE from bytes.
+///
+/// What can precede or follow `c` is read off the neighbouring byte at run time: a token that
+/// ends right before `c` ends with an ASCII byte or a UTF-8 continuation byte; one that starts
+/// right after `c` starts with an ASCII byte or a UTF-8 lead byte. The four cases are four flags
+/// of the entry. Entries exist for BMP characters of 2 and 3 bytes that have merges and whose
+/// (at most two) finished symbol ids fit in 20 bits.
+mod premerge {
+    use super::{pair_key, BpeModel};
+
+    pub(super) const AFTER_ASCII: u64 = 1 << 40;
+    pub(super) const AFTER_CONT: u64 = 1 << 41;
+    pub(super) const BEFORE_ASCII: u64 = 1 << 42;
+    pub(super) const BEFORE_LEAD: u64 = 1 << 43;
+    const NO_ID: u64 = 0xf_ffff;
+
+    #[inline(always)]
+    pub(super) fn first(entry: u64) -> u32 {
+        (entry & NO_ID) as u32
+    }
+
+    #[inline(always)]
+    pub(super) fn second(entry: u64) -> Option<u32> {
+        let id = (entry >> 20) & NO_ID;
+        (id != NO_ID).then_some(id as u32)
+    }
+
+    /// Lowest merge ranks by neighbour class: `[after ASCII, after continuation]` for a token as
+    /// the right element, `[before ASCII, before lead]` for a token as the left element.
+    struct Bounds {
+        as_right: Vec<[u64; 2]>,
+        as_left: Vec<[u64; 2]>,
+    }
+
+    pub(super) fn table(model: &BpeModel, merges: usize) -> Vec<u64> {
+        let size = model.token_len.len();
+        if size >= NO_ID as usize {
+            return Vec::new();
+        }
+        let mut first_byte = vec![0u8; size];
+        let mut last_byte = vec![0u8; size];
+        for (bytes, &id) in &model.vocab {
+            if let (Some(&f), Some(&l)) = (bytes.first(), bytes.last()) {
+                first_byte[id as usize] = f;
+                last_byte[id as usize] = l;
+            }
+        }
+        let mut bounds = Bounds { as_right: vec![[u64::MAX; 2]; size], as_left: vec![[u64::MAX; 2]; size] };
+        let _ = merges;
+        for (key, value) in model.merges.iter() {
+            let (a, b) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
+            let rank = value >> 32;
+            let after = usize::from(last_byte[a] >= 0x80);
+            bounds.as_right[b][after] = bounds.as_right[b][after].min(rank);
+            let before = usize::from(first_byte[b] >= 0x80);
+            bounds.as_left[a][before] = bounds.as_left[a][before].min(rank);
+        }
+        let mut table = vec![0u64; 0x10000];
+        let mut buf = [0u8; 4];
+        for cp in 0x80..0x10000u32 {
+            let Some(c) = char::from_u32(cp) else { continue };
+            let bytes = c.encode_utf8(&mut buf).as_bytes();
+            table[cp as usize] = entry(model, &bounds, bytes);
+        }
+        table
+    }
+
+    /// BPE of one character alone, recording its edge symbols and highest rank.
+    fn entry(model: &BpeModel, bounds: &Bounds, bytes: &[u8]) -> u64 {
+        let mut ids: Vec<u32> = bytes.iter().map(|&b| model.byte_ids[usize::from(b)]).collect();
+        let mut left = vec![ids[0]];
+        let mut right = vec![ids[ids.len() - 1]];
+        let mut highest = None;
+        loop {
+            let best = (0..ids.len().saturating_sub(1))
+                .filter_map(|k| model.merges.get(pair_key(ids[k], ids[k + 1])).map(|v| (v, k)))
+                .min();
+            let Some((value, k)) = best else { break };
+            highest = Some(value >> 32);
+            ids[k] = value as u32;
+            ids.remove(k + 1);
+            left.push(ids[0]);
+            right.push(ids[ids.len() - 1]);
+        }
+        let Some(r) = highest else { return 0 };
+        if ids.len() > 2 || ids.iter().any(|&id| u64::from(id) >= NO_ID) {
+            return 0;
+        }
+        let mut entry = u64::from(ids[0]) | ids.get(1).map_or(NO_ID, |&id| u64::from(id)) << 20;
+        let safe_right_of = |class: usize| left.iter().all(|&p| bounds.as_right[p as usize][class] > r);
+        let safe_left_of = |class: usize| right.iter().all(|&p| bounds.as_left[p as usize][class] > r);
+        if safe_right_of(0) {
+            entry |= AFTER_ASCII;
+        }
+        if safe_right_of(1) {
+            entry |= AFTER_CONT;
+        }
+        if safe_left_of(0) {
+            entry |= BEFORE_ASCII;
+        }
+        if safe_left_of(1) {
+            entry |= BEFORE_LEAD;
+        }
+        entry
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_alphabet_is_gpt2s() {
+        let table = byte_to_char();
+        let inverse = char_to_byte_table();
+        assert_eq!(table[usize::from(b' ')], 'Ġ');
+        assert_eq!(table[usize::from(b'\n')], 'Ċ');
+        assert_eq!(table[usize::from(b'a')], 'a');
+        for b in 0..=255u8 {
+            assert_eq!(char_to_byte(table[usize::from(b)], &inverse), Some(b));
+        }
+    }
+
+    fn toy() -> BpeModel {
+        let table = byte_to_char();
+        let mut vocab = serde_json::Map::new();
+        for b in 0..=255u8 {
+            vocab.insert(table[usize::from(b)].to_string(), Value::from(u32::from(b)));
+        }
+        let merges = [("a", "a"), ("b", "a"), ("aa", "a"), ("a", "b"), ("ba", "aa"), ("ab", "ab")];
+        let mut id = 256u32;
+        for (a, b) in merges {
+            vocab.entry(format!("{a}{b}")).or_insert_with(|| {
+                id += 1;
+                Value::from(id - 1)
+            });
+        }
+        let model = serde_json::json!({
+            "type": "BPE",
+            "vocab": vocab,
+            "merges": merges.iter().map(|(a, b)| format!("{a} {b}")).collect::<Vec<_>>(),
+        });
+        BpeModel::from_json(&model).unwrap()
+    }
+
+    #[test]
+    fn scan_and_heap_agree() {
+        let model = toy();
+        let mut scratch = Scratch::default();
+        let mut state = 7u64;
+        for _ in 0..5000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 2 + (state >> 60) as usize * 2;
+            let word: Vec<u8> = (0..len).map(|k| if (state >> (k % 48)) & 1 == 0 { b'a' } else { b'b' }).collect();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let symbols: Vec<u32> = word.iter().map(|&b| model.byte_ids[usize::from(b)]).collect();
+            model.merge_scan(&symbols, &mut a);
+            model.merge_heap(&symbols, &mut scratch, &mut b);
+            assert_eq!(a, b, "{:?}", String::from_utf8_lossy(&word));
+        }
+    }
+
+    /// Premerged characters change no token: real vocabularies, random words of BMP characters
+    /// (CJK, Latin, Cyrillic, Hangul, punctuation) mixed with ASCII, against BPE from bytes.
+    #[test]
+    fn premerge_is_exact() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
+        let ranges: [(u32, u32); 7] = [
+            (0x4e00, 0x9fa5),
+            (0x3040, 0x30ff),
+            (0xac00, 0xd7a3),
+            (0x400, 0x4ff),
+            (0xa0, 0x17f),
+            (0x2000, 0x206f),
+            (0xff00, 0xffef),
+        ];
+        for name in ["qwen3", "gptoss", "llama3_1", "deepseek_v3", "gpt2"] {
+            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
+                eprintln!("NOTICE: {name} not found; skipped");
+                continue;
+            };
+            let json: Value = serde_json::from_slice(&bytes).unwrap();
+            let model = BpeModel::from_json(&json["model"]).unwrap();
+            assert!(model.premerge.iter().any(|&e| e != 0), "{name}: nothing premerged");
+            let mut scratch = Scratch::default();
+            let mut state = 0x1234_5678_9abc_def0u64;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            for _ in 0..20_000 {
+                let len = 1 + (next() % 12) as usize;
+                let (lo, hi) = ranges[(next() % ranges.len() as u64) as usize];
+                let word: String = (0..len)
+                    .map(|_| {
+                        let r = next();
+                        if r % 5 == 0 {
+                            char::from(b' ' + (r >> 8) as u8 % 95)
+                        } else {
+                            char::from_u32(lo + (r >> 8) as u32 % (hi - lo + 1)).unwrap_or('x')
+                        }
+                    })
+                    .collect();
+                let (mut got, mut expected) = (Vec::new(), Vec::new());
+                model.encode(word.as_bytes(), &mut scratch, &mut got);
+                let raw: Vec<u32> = word.bytes().map(|b| model.byte_ids[usize::from(b)]).collect();
+                if model.ignore_merges && model.vocab.contains_key(word.as_bytes()) {
+                    continue;
+                }
+                model.merge_heap(&raw, &mut scratch, &mut expected);
+                assert_eq!(got, expected, "{name}: {word:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn leftmost_of_equal_ranks() {
+        let model = toy();
+        let mut out = Vec::new();
+        model.encode(b"aaa", &mut Scratch::default(), &mut out);
+        // aa+a merges to aaa only via (aa, a); the leftmost pair merges first.
+        let aa = model.vocab[&b"aaa"[..]];
+        assert_eq!(out, vec![aa]);
+    }
+}

@@ -1,0 +1,588 @@
+//! Pre-tokenization: the `Split(Regex, Isolated)` stages (and ByteLevel's built-in GPT-2 regex)
+//! of a byte-level BPE tokenizer, as hand-written scanners.
+//!
+//! Each scanner reproduces one known pattern exactly as Oniguruma runs it in HF: at every position
+//! the alternatives are tried left to right (leftmost-first), each with its greedy quantifiers and
+//! the backtracking they imply (`\s+(?!\S)` gives back one character; `\s*[\r\n]+` ends at the last
+//! line break of a white-space run; o200k's `[upper]*[lower]+` backs off to the last character
+//! that is in both classes). The search then resumes at the end of the match, and positions where
+//! no alternative matches are skipped one character at a time. The `Isolated` behaviour turns
+//! every match and every non-empty run of skipped characters into a piece.
+//!
+//! Invariants: a scanner only ever looks at the piece it is given (a regex stage sees one piece of
+//! the previous stage, so `(?!\S)` sees the piece's end as the end of the text); pieces are emitted
+//! in order, are non-empty, and tile the input. Patterns not recognised here run through
+//! Oniguruma itself (the `onig` crate, as HF does), so any pattern HF accepts is exact.
+//!
+//! The unit tests compare every scanner with Oniguruma on trap strings and on random strings
+//! drawn from a pool of characters of every class.
+
+use super::unicode::{in_set, Classes, NUMBER, SPACE, S_L, S_LM, S_LOWER, S_N, S_NOT_WS_L_N, S_PS, S_UPPER};
+
+/// cl100k_base / Llama-3 (`\p{N}{1,3}`).
+pub(crate) const CL100K: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// Qwen2 / Qwen3 (single digits).
+pub(crate) const QWEN: &str =
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// o200k_base / o200k_harmony.
+pub(crate) const O200K: &str = r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+";
+/// DeepSeek-V3's third stage.
+pub(crate) const DEEPSEEK: &str = "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+| ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+";
+/// GPT-2, also ByteLevel's built-in regex (`use_regex: true`).
+pub(crate) const GPT2: &str = r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+";
+/// DeepSeek-V3's first stage.
+pub(crate) const DIGITS: &str = r"\p{N}{1,3}";
+/// DeepSeek-V3's second stage.
+pub(crate) const CJK_RUN: &str = "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+";
+
+/// One `Split(Regex, Isolated, invert: false)` stage.
+pub(crate) enum Stage {
+    /// cl100k-like, with at most `max_digits` digits per number (3: cl100k, 1: Qwen).
+    Cl100k {
+        max_digits: usize,
+    },
+    O200k,
+    DeepSeek,
+    Gpt2,
+    Digits,
+    CjkRun,
+    /// Any other pattern, run by Oniguruma exactly as HF runs it.
+    Onig(onig::Regex),
+}
+
+impl std::fmt::Debug for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Stage::Cl100k { max_digits: 1 } => "qwen",
+            Stage::Cl100k { .. } => "cl100k",
+            Stage::O200k => "o200k",
+            Stage::DeepSeek => "deepseek",
+            Stage::Gpt2 => "gpt2",
+            Stage::Digits => "digits",
+            Stage::CjkRun => "cjk-run",
+            Stage::Onig(_) => "onig",
+        })
+    }
+}
+
+impl Stage {
+    /// The stage for a `Split` regex: a hand scanner when the pattern is a known one, Oniguruma
+    /// otherwise.
+    ///
+    /// # Errors
+    /// When Oniguruma rejects the pattern (HF would have rejected the tokenizer too).
+    pub(crate) fn from_pattern(pattern: &str) -> Result<Stage, String> {
+        Ok(match pattern {
+            CL100K => Stage::Cl100k { max_digits: 3 },
+            QWEN => Stage::Cl100k { max_digits: 1 },
+            O200K => Stage::O200k,
+            DEEPSEEK => Stage::DeepSeek,
+            GPT2 => Stage::Gpt2,
+            DIGITS => Stage::Digits,
+            CJK_RUN => Stage::CjkRun,
+            other => Stage::Onig(onig::Regex::new(other).map_err(|e| format!("split regex {other:?}: {e}"))?),
+        })
+    }
+}
+
+/// The whole pre-tokenizer: stages applied in order, each to every piece of the previous one.
+#[derive(Debug)]
+pub(crate) struct PreTokenizer {
+    stages: Vec<Stage>,
+}
+
+impl PreTokenizer {
+    pub(crate) fn new(stages: Vec<Stage>) -> Self {
+        PreTokenizer { stages }
+    }
+
+    /// Splits `text` into pre-tokens, calling `emit(start, end)` (byte offsets into `text`) for each
+    /// one, in order.
+    pub(crate) fn split(&self, text: &str, emit: &mut dyn FnMut(usize, usize)) {
+        if text.is_empty() {
+            return;
+        }
+        let classes = Classes::get();
+        self.split_from(0, classes, text, 0, emit);
+    }
+
+    fn split_from(&self, depth: usize, c: Classes, text: &str, base: usize, emit: &mut dyn FnMut(usize, usize)) {
+        let Some(stage) = self.stages.get(depth) else {
+            emit(base, base + text.len());
+            return;
+        };
+        let bytes = text.as_bytes();
+        let last = depth + 1 == self.stages.len();
+        let mut piece = |s: usize, e: usize| {
+            if last {
+                emit(base + s, base + e);
+            } else {
+                self.split_from(depth + 1, c, &text[s..e], base + s, emit);
+            }
+        };
+        match stage {
+            Stage::Cl100k { max_digits: 3 } => scan(bytes, &mut piece, |s, i| cl100k_at::<3>(c, s, i)),
+            Stage::Cl100k { max_digits: 1 } => scan(bytes, &mut piece, |s, i| cl100k_at::<1>(c, s, i)),
+            Stage::Cl100k { max_digits } => {
+                let max = *max_digits;
+                scan(bytes, &mut piece, |s, i| cl100k_at_dyn(c, s, i, max))
+            }
+            Stage::O200k => scan(bytes, &mut piece, |s, i| o200k_at(c, s, i)),
+            Stage::DeepSeek => scan(bytes, &mut piece, |s, i| deepseek_at(c, s, i)),
+            Stage::Gpt2 => scan(bytes, &mut piece, |s, i| gpt2_at(c, s, i)),
+            Stage::Digits => scan(bytes, &mut piece, |s, i| digits_at(c, s, i)),
+            Stage::CjkRun => scan(bytes, &mut piece, cjk_run_at),
+            Stage::Onig(regex) => {
+                let mut prev = 0;
+                for (start, end) in regex.find_iter(text) {
+                    if prev < start {
+                        piece(prev, start);
+                    }
+                    if start < end {
+                        piece(start, end);
+                    }
+                    prev = end;
+                }
+                if prev < text.len() {
+                    piece(prev, text.len());
+                }
+            }
+        }
+    }
+}
+
+/// The `Isolated` find-iterate loop: matches and the gaps between them become pieces.
+#[inline(always)]
+fn scan(s: &[u8], piece: &mut impl FnMut(usize, usize), match_at: impl Fn(&[u8], usize) -> Option<usize>) {
+    let n = s.len();
+    let mut i = 0;
+    let mut gap = 0;
+    while i < n {
+        if let Some(end) = match_at(s, i) {
+            if gap < i {
+                piece(gap, i);
+            }
+            piece(i, end);
+            i = end;
+            gap = end;
+        } else {
+            i += utf8_len(s[i]);
+        }
+    }
+    if gap < n {
+        piece(gap, n);
+    }
+}
+
+#[inline(always)]
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0..=0x7f => 1,
+        0x80..=0xdf => 2,
+        0xe0..=0xef => 3,
+        _ => 4,
+    }
+}
+
+/// End of the run of characters of `set` starting at `i`.
+#[inline(always)]
+fn run(c: Classes, s: &[u8], mut i: usize, set: u16) -> usize {
+    while i < s.len() {
+        let (class, len) = c.at(s, i);
+        if !in_set(class, set) {
+            break;
+        }
+        i += len;
+    }
+    i
+}
+
+/// End of the run of `\r` and `\n` starting at `i` (`[\r\n]*`).
+#[inline(always)]
+fn newlines(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && matches!(s[i], b'\r' | b'\n') {
+        i += 1;
+    }
+    i
+}
+
+/// End of `[\r\n/]*` starting at `i`.
+#[inline(always)]
+fn newlines_or_slashes(s: &[u8], mut i: usize) -> usize {
+    while i < s.len() && matches!(s[i], b'\r' | b'\n' | b'/') {
+        i += 1;
+    }
+    i
+}
+
+/// The class of the character at `i`, or `None` at the end.
+#[inline(always)]
+fn class_at(c: Classes, s: &[u8], i: usize) -> Option<(u8, usize)> {
+    (i < s.len()).then(|| c.at(s, i))
+}
+
+/// `(?i:'s|'t|'re|'ve|'m|'ll|'d)` at `i`. Case folding as Oniguruma's: `s` also matches `ſ`
+/// (U+017F), whose simple case folding is `s`; no other character folds to these letters.
+#[inline]
+fn contraction_ci(s: &[u8], i: usize) -> Option<usize> {
+    if s.get(i) != Some(&b'\'') {
+        return None;
+    }
+    let lower = |j: usize| s.get(j).map(|b| b.to_ascii_lowercase());
+    match lower(i + 1)? {
+        b's' | b't' | b'm' | b'd' => Some(i + 2),
+        b'r' | b'v' if lower(i + 2) == Some(b'e') => Some(i + 3),
+        b'l' if lower(i + 2) == Some(b'l') => Some(i + 3),
+        0xc5 if s.get(i + 2) == Some(&0xbf) => Some(i + 3),
+        _ => None,
+    }
+}
+
+/// GPT-2's case-sensitive `'s|'t|'re|'ve|'m|'ll|'d` at `i`.
+#[inline]
+fn contraction_cs(s: &[u8], i: usize) -> Option<usize> {
+    if s.get(i) != Some(&b'\'') {
+        return None;
+    }
+    match *s.get(i + 1)? {
+        b's' | b't' | b'm' | b'd' => Some(i + 2),
+        b'r' | b'v' if s.get(i + 2) == Some(&b'e') => Some(i + 3),
+        b'l' if s.get(i + 2) == Some(&b'l') => Some(i + 3),
+        _ => None,
+    }
+}
+
+/// The white-space alternatives at `i` (a `\s` character): `\s*[\r\n]+` when `line_breaks`, then
+/// `\s+(?!\S)`, then `\s+`.
+#[inline]
+fn white_space(c: Classes, s: &[u8], i: usize, line_breaks: bool) -> usize {
+    let mut j = i;
+    let mut last_char = i;
+    let mut last_break = None;
+    while j < s.len() {
+        let (class, len) = c.at(s, j);
+        if class != SPACE {
+            break;
+        }
+        if line_breaks && matches!(s[j], b'\r' | b'\n') {
+            last_break = Some(j);
+        }
+        last_char = j;
+        j += len;
+    }
+    if let Some(q) = last_break {
+        // `\s*` backs off to the last line break, which `[\r\n]+` takes alone.
+        return q + 1;
+    }
+    if j == s.len() || last_char == i {
+        // At the end `(?!\S)` holds; a single space before `\S` is taken by `\s+`.
+        return j;
+    }
+    // `\s+` gives back the last space so that `(?!\S)` holds.
+    last_char
+}
+
+#[inline(always)]
+fn cl100k_at<const MAX_DIGITS: usize>(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+    cl100k_at_dyn(c, s, i, MAX_DIGITS)
+}
+
+#[inline(always)]
+fn cl100k_at_dyn(c: Classes, s: &[u8], i: usize, max_digits: usize) -> Option<usize> {
+    let b = s[i];
+    if b == b'\'' {
+        if let Some(end) = contraction_ci(s, i) {
+            return Some(end);
+        }
+    }
+    let (class, len) = c.at(s, i);
+    if in_set(class, S_L) {
+        return Some(run(c, s, i + len, S_L));
+    }
+    if class == NUMBER {
+        let mut j = i + len;
+        for _ in 1..max_digits {
+            match class_at(c, s, j) {
+                Some((NUMBER, l)) => j += l,
+                _ => break,
+            }
+        }
+        return Some(j);
+    }
+    // `[^\r\n\p{L}\p{N}]?\p{L}+` with the optional character taken.
+    if b != b'\r' && b != b'\n' {
+        if let Some((next, l)) = class_at(c, s, i + len) {
+            if in_set(next, S_L) {
+                return Some(run(c, s, i + len + l, S_L));
+            }
+        }
+    }
+    // ` ?[^\s\p{L}\p{N}]+[\r\n]*`
+    if b == b' ' {
+        if let Some((next, l)) = class_at(c, s, i + 1) {
+            if in_set(next, S_NOT_WS_L_N) {
+                return Some(newlines(s, run(c, s, i + 1 + l, S_NOT_WS_L_N)));
+            }
+        }
+    }
+    if in_set(class, S_NOT_WS_L_N) {
+        return Some(newlines(s, run(c, s, i + len, S_NOT_WS_L_N)));
+    }
+    Some(white_space(c, s, i, true))
+}
+
+#[inline(always)]
+fn gpt2_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+    let b = s[i];
+    if b == b'\'' {
+        if let Some(end) = contraction_cs(s, i) {
+            return Some(end);
+        }
+    }
+    if b == b' ' {
+        if let Some((next, l)) = class_at(c, s, i + 1) {
+            for set in [S_L, S_N, S_NOT_WS_L_N] {
+                if in_set(next, set) {
+                    return Some(run(c, s, i + 1 + l, set));
+                }
+            }
+        }
+    }
+    let (class, len) = c.at(s, i);
+    for set in [S_L, S_N, S_NOT_WS_L_N] {
+        if in_set(class, set) {
+            return Some(run(c, s, i + len, set));
+        }
+    }
+    Some(white_space(c, s, i, false))
+}
+
+/// o200k's `[upper]*[lower]+` from `k`: the upper run is greedy and backs off to the last
+/// character that is also lower (`\p{Lm}`, `\p{Lo}`, `\p{M}`) when no lower character follows it.
+#[inline]
+fn o200k_upper_lower(c: Classes, s: &[u8], k: usize) -> Option<usize> {
+    let mut u = k;
+    let mut last_both = None;
+    while u < s.len() {
+        let (class, len) = c.at(s, u);
+        if !in_set(class, S_UPPER) {
+            break;
+        }
+        if in_set(class, S_LOWER) {
+            last_both = Some(u + len);
+        }
+        u += len;
+    }
+    match class_at(c, s, u) {
+        Some((class, _)) if in_set(class, S_LOWER) => Some(run(c, s, u, S_LOWER)),
+        _ => last_both,
+    }
+}
+
+/// o200k's `[upper]+[lower]*` from `k`.
+#[inline]
+fn o200k_upper_then_lower(c: Classes, s: &[u8], k: usize) -> Option<usize> {
+    let u = run(c, s, k, S_UPPER);
+    (u > k).then(|| run(c, s, u, S_LOWER))
+}
+
+#[inline(always)]
+fn o200k_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+    let b = s[i];
+    let (class, len) = c.at(s, i);
+    let prefix = b != b'\r' && b != b'\n' && !in_set(class, S_L | S_N);
+    let with_contraction = |end: usize| contraction_ci(s, end).unwrap_or(end);
+    if prefix {
+        if let Some(end) = o200k_upper_lower(c, s, i + len) {
+            return Some(with_contraction(end));
+        }
+    }
+    if let Some(end) = o200k_upper_lower(c, s, i) {
+        return Some(with_contraction(end));
+    }
+    if prefix {
+        if let Some(end) = o200k_upper_then_lower(c, s, i + len) {
+            return Some(with_contraction(end));
+        }
+    }
+    if let Some(end) = o200k_upper_then_lower(c, s, i) {
+        return Some(with_contraction(end));
+    }
+    if class == NUMBER {
+        let mut j = i + len;
+        for _ in 1..3 {
+            match class_at(c, s, j) {
+                Some((NUMBER, l)) => j += l,
+                _ => break,
+            }
+        }
+        return Some(j);
+    }
+    if b == b' ' {
+        if let Some((next, l)) = class_at(c, s, i + 1) {
+            if in_set(next, S_NOT_WS_L_N) {
+                return Some(newlines_or_slashes(s, run(c, s, i + 1 + l, S_NOT_WS_L_N)));
+            }
+        }
+    }
+    if in_set(class, S_NOT_WS_L_N) {
+        return Some(newlines_or_slashes(s, run(c, s, i + len, S_NOT_WS_L_N)));
+    }
+    Some(white_space(c, s, i, true))
+}
+
+#[inline(always)]
+fn deepseek_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+    let b = s[i];
+    // `[!"#...~][A-Za-z]+`
+    if b.is_ascii_punctuation() && s.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
+        let mut j = i + 2;
+        while j < s.len() && s[j].is_ascii_alphabetic() {
+            j += 1;
+        }
+        return Some(j);
+    }
+    let (class, len) = c.at(s, i);
+    // `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+`
+    if b != b'\r' && b != b'\n' && !in_set(class, S_L | S_PS) {
+        if let Some((next, l)) = class_at(c, s, i + len) {
+            if in_set(next, S_LM) {
+                return Some(run(c, s, i + len + l, S_LM));
+            }
+        }
+    }
+    if in_set(class, S_LM) {
+        return Some(run(c, s, i + len, S_LM));
+    }
+    // ` ?[\p{P}\p{S}]+[\r\n]*`
+    if b == b' ' {
+        if let Some((next, l)) = class_at(c, s, i + 1) {
+            if in_set(next, S_PS) {
+                return Some(newlines(s, run(c, s, i + 1 + l, S_PS)));
+            }
+        }
+    }
+    if in_set(class, S_PS) {
+        return Some(newlines(s, run(c, s, i + len, S_PS)));
+    }
+    if class == SPACE {
+        return Some(white_space(c, s, i, true));
+    }
+    None
+}
+
+#[inline(always)]
+fn digits_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+    let (class, len) = c.at(s, i);
+    if class != NUMBER {
+        return None;
+    }
+    let mut j = i + len;
+    for _ in 1..3 {
+        match class_at(c, s, j) {
+            Some((NUMBER, l)) => j += l,
+            _ => break,
+        }
+    }
+    Some(j)
+}
+
+#[inline(always)]
+fn is_deepseek_cjk(s: &[u8], i: usize) -> Option<usize> {
+    // All three ranges are 3-byte characters starting with 0xe3..=0xe9.
+    if !(0xe3..=0xe9).contains(&s[i]) || i + 3 > s.len() {
+        return None;
+    }
+    let (cp, len) = super::unicode::decode(s, i);
+    matches!(cp, 0x4e00..=0x9fa5 | 0x3040..=0x309f | 0x30a0..=0x30ff).then_some(len)
+}
+
+fn cjk_run_at(s: &[u8], i: usize) -> Option<usize> {
+    let mut j = i;
+    while j < s.len() {
+        match is_deepseek_cjk(s, j) {
+            Some(len) => j += len,
+            None => break,
+        }
+    }
+    (j > i).then_some(j)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pieces(pt: &PreTokenizer, text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        pt.split(text, &mut |s, e| out.push(text[s..e].to_string()));
+        out
+    }
+
+    /// What HF computes: Oniguruma's find_iter, isolated.
+    fn oracle(pattern: &str, text: &str) -> Vec<String> {
+        pieces(&PreTokenizer::new(vec![Stage::Onig(onig::Regex::new(pattern).unwrap())]), text)
+    }
+
+    const ALL: [&str; 7] = [CL100K, QWEN, O200K, DEEPSEEK, GPT2, DIGITS, CJK_RUN];
+
+    fn check(text: &str) {
+        for pattern in ALL {
+            let stage = Stage::from_pattern(pattern).unwrap();
+            assert!(!matches!(stage, Stage::Onig(_)));
+            let name = format!("{stage:?}");
+            assert_eq!(pieces(&PreTokenizer::new(vec![stage]), text), oracle(pattern, text), "{name} on {text:?}");
+        }
+    }
+
+    #[test]
+    fn traps() {
+        for text in [
+            "",
+            " \n  \n",
+            ".\n/",
+            "\t\t/Documentation",
+            "\n        \n",
+            "12345678 1 22 333 4444",
+            "'S 'll 'LL 'Re I'M it's don'T 'x '",
+            "HelloWorld HELLOworld helloWORLD ABC abc DŽungla ǅx",
+            "中文字符，日本語のテキスト、カタカナ。한국어",
+            "❤️ 👨‍👩‍👧 🇫🇷",
+            "\x0b\x0c \u{85}\u{a0}\u{2028}\u{3000}x",
+            "e\u{301}  \u{301}a \u{301}\u{302}",
+            "aaaaaaaaaaaaaaaaaaaaaaaa",
+            "     ",
+            "   x",
+            "x   ",
+            "\r\n\r\n  \r\n",
+            "a.b,c;d--e//f\n/g",
+            "SGVsbG8gV29ybGQhIFRoaXMgaXMgYmFzZTY0Lg==",
+            "function(a){return a+1};var x=[1,2,3];",
+            "'ſ 'ſt \u{212a} 'K",
+            "١٢٣٤ ⅣⅤ ½¾ x²",
+            "\u{0}\u{1}\u{7f}\u{200b}\u{200d}\u{feff}",
+            "ʰʲ ˈaː ǈǋ",
+        ] {
+            check(text);
+        }
+    }
+
+    /// Random strings over a pool holding characters of every class the patterns distinguish.
+    #[test]
+    fn random_against_oniguruma() {
+        let pool: Vec<char> = "aZ'sStTrReEvVmMlLdD \t\n\r\x0b\x0c.,!/-_0123456789中文日本カタナ한ſ\u{85}\u{a0}\u{2028}\u{3000}\u{301}\u{94c}ʰǅ٣Ⅳ½²€©❤️\u{200d}\u{0}é"
+            .chars()
+            .collect();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..20_000 {
+            let len = (next() % 12) as usize;
+            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
+            check(&text);
+        }
+    }
+}

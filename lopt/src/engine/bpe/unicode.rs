@@ -1,0 +1,297 @@
+//! Character classes of the split regexes, as Oniguruma (the regex engine behind HF's `Split`)
+//! defines them: `\p{L}` and its subcategories, `\p{N}`, `\p{M}`, `\p{P}`, `\p{S}` and `\s`.
+//!
+//! Every code point gets one [`Class`] code, looked up in a two-level table built once per process
+//! from `regex-syntax`'s Unicode tables. Invariant: `regex-syntax` and the bundled Oniguruma use the
+//! same Unicode version (16.0), and the unit test `classes_match_oniguruma` checks every code point
+//! against Oniguruma itself, so a version drift in either crate fails the tests instead of
+//! silently changing tokens.
+//!
+//! The NFC helper [`is_nfc_trivial`] answers "is this text certainly NFC" with the tables of
+//! `unicode-normalization-alignments`, the crate HF normalizes with, so "certainly" means what HF's
+//! own normalizer would do.
+
+use std::sync::OnceLock;
+
+use regex_syntax::hir::{Class as HirClass, HirKind};
+use unicode_normalization_alignments::char::canonical_combining_class;
+use unicode_normalization_alignments::{is_nfc_quick, IsNormalized};
+
+/// The class of one code point. The general categories that the patterns distinguish, plus
+/// white space (`\s`), which is disjoint from all of them.
+pub(crate) type Class = u8;
+
+pub(crate) const OTHER: Class = 0;
+pub(crate) const LU: Class = 1;
+pub(crate) const LL: Class = 2;
+pub(crate) const LT: Class = 3;
+pub(crate) const LM: Class = 4;
+pub(crate) const LO: Class = 5;
+pub(crate) const MARK: Class = 6;
+pub(crate) const NUMBER: Class = 7;
+pub(crate) const PUNCT: Class = 8;
+pub(crate) const SYMBOL: Class = 9;
+pub(crate) const SPACE: Class = 10;
+
+/// Class sets, as bit masks over class codes (`1 << class`).
+pub(crate) type Set = u16;
+
+const fn bit(c: Class) -> Set {
+    1 << c
+}
+
+/// `\p{L}`.
+pub(crate) const S_L: Set = bit(LU) | bit(LL) | bit(LT) | bit(LM) | bit(LO);
+/// `\p{N}`.
+pub(crate) const S_N: Set = bit(NUMBER);
+/// `\s`.
+pub(crate) const S_WS: Set = bit(SPACE);
+/// `[\p{L}\p{M}]`.
+pub(crate) const S_LM: Set = S_L | bit(MARK);
+/// `[\p{P}\p{S}]`.
+pub(crate) const S_PS: Set = bit(PUNCT) | bit(SYMBOL);
+/// `[^\s\p{L}\p{N}]`.
+pub(crate) const S_NOT_WS_L_N: Set = !(S_WS | S_L | S_N);
+/// o200k's upper-ish run: `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]`.
+pub(crate) const S_UPPER: Set = bit(LU) | bit(LT) | bit(LM) | bit(LO) | bit(MARK);
+/// o200k's lower-ish run: `[\p{Ll}\p{Lm}\p{Lo}\p{M}]`.
+pub(crate) const S_LOWER: Set = bit(LL) | bit(LM) | bit(LO) | bit(MARK);
+
+#[inline]
+pub(crate) fn in_set(class: Class, set: Set) -> bool {
+    set & (1 << class) != 0
+}
+
+/// Two-level table: `blocks[index[cp >> 8] * 256 + (cp & 0xff)]`.
+struct Table {
+    index: Vec<u16>,
+    blocks: Vec<Class>,
+    ascii: [Class; 128],
+}
+
+static TABLE: OnceLock<Table> = OnceLock::new();
+
+fn table() -> &'static Table {
+    TABLE.get_or_init(build_table)
+}
+
+/// Forces the table to be built (engine construction, so that the first segment does not pay).
+pub(crate) fn init() {
+    let _ = table();
+}
+
+fn ranges_of(pattern: &str) -> Vec<(u32, u32)> {
+    // The patterns are constants known to parse; an error would be a programming bug, and an
+    // empty class then fails the exhaustive test.
+    let Ok(hir) = regex_syntax::Parser::new().parse(pattern) else { return Vec::new() };
+    match hir.kind() {
+        HirKind::Class(HirClass::Unicode(class)) => {
+            class.ranges().iter().map(|r| (u32::from(r.start()), u32::from(r.end()))).collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+fn build_table() -> Table {
+    const PLANE: usize = 0x110000;
+    let mut flat = vec![OTHER; PLANE];
+    let classes: [(&str, Class); 10] = [
+        (r"\p{Lu}", LU),
+        (r"\p{Ll}", LL),
+        (r"\p{Lt}", LT),
+        (r"\p{Lm}", LM),
+        (r"\p{Lo}", LO),
+        (r"\p{M}", MARK),
+        (r"\p{N}", NUMBER),
+        (r"\p{P}", PUNCT),
+        (r"\p{S}", SYMBOL),
+        // Oniguruma's `\s` is Unicode White_Space.
+        (r"\p{White_Space}", SPACE),
+    ];
+    for (pattern, class) in classes {
+        for (lo, hi) in ranges_of(pattern) {
+            for slot in &mut flat[lo as usize..=hi as usize] {
+                *slot = class;
+            }
+        }
+    }
+    let mut index = Vec::with_capacity(PLANE >> 8);
+    let mut blocks: Vec<Class> = Vec::new();
+    let mut seen: std::collections::HashMap<&[Class], u16> = std::collections::HashMap::new();
+    for block in flat.chunks(256) {
+        let next = u16::try_from(blocks.len() / 256).unwrap_or(u16::MAX);
+        let id = *seen.entry(block).or_insert_with(|| {
+            blocks.extend_from_slice(block);
+            next
+        });
+        index.push(id);
+    }
+    let mut ascii = [OTHER; 128];
+    ascii.copy_from_slice(&flat[..128]);
+    Table { index, blocks, ascii }
+}
+
+/// The class of `c`.
+#[cfg(test)]
+pub(crate) fn class_of(c: char) -> Class {
+    let t = table();
+    let cp = c as usize;
+    if cp < 128 {
+        return t.ascii[cp];
+    }
+    let block = usize::from(t.index[cp >> 8]);
+    t.blocks[block * 256 + (cp & 0xff)]
+}
+
+/// A class lookup bound to the table, so the hot loops pay the `OnceLock` check once.
+#[derive(Clone, Copy)]
+pub(crate) struct Classes {
+    table: &'static Table,
+}
+
+impl Classes {
+    pub(crate) fn get() -> Self {
+        Classes { table: table() }
+    }
+
+    /// The class of the character starting at byte `i` of `s` (a char boundary), and its length.
+    #[inline(always)]
+    pub(crate) fn at(self, s: &[u8], i: usize) -> (Class, usize) {
+        let b = s[i];
+        if b < 0x80 {
+            return (self.table.ascii[usize::from(b)], 1);
+        }
+        let (cp, len) = decode(s, i);
+        let block = usize::from(self.table.index[cp as usize >> 8]);
+        (self.table.blocks[block * 256 + (cp as usize & 0xff)], len)
+    }
+}
+
+/// Decodes the UTF-8 character at byte `i` of valid UTF-8 `s`; returns the code point and its
+/// length in bytes.
+#[inline(always)]
+pub(crate) fn decode(s: &[u8], i: usize) -> (u32, usize) {
+    let b0 = u32::from(s[i]);
+    if b0 < 0x80 {
+        (b0, 1)
+    } else if b0 < 0xe0 {
+        (((b0 & 0x1f) << 6) | (u32::from(s[i + 1]) & 0x3f), 2)
+    } else if b0 < 0xf0 {
+        (((b0 & 0x0f) << 12) | ((u32::from(s[i + 1]) & 0x3f) << 6) | (u32::from(s[i + 2]) & 0x3f), 3)
+    } else {
+        (
+            ((b0 & 0x07) << 18)
+                | ((u32::from(s[i + 1]) & 0x3f) << 12)
+                | ((u32::from(s[i + 2]) & 0x3f) << 6)
+                | (u32::from(s[i + 3]) & 0x3f),
+            4,
+        )
+    }
+}
+
+/// BMP code points that are NFC starters whatever surrounds them: NFC_Quick_Check=Yes and
+/// canonical combining class 0 (by the normalizer HF uses). One bit each.
+static NFC_SAFE_BMP: OnceLock<Vec<u64>> = OnceLock::new();
+
+fn nfc_safe_bmp() -> &'static [u64] {
+    NFC_SAFE_BMP.get_or_init(|| {
+        let mut bits = vec![0u64; 0x10000 / 64];
+        for cp in 0..0x10000u32 {
+            let Some(c) = char::from_u32(cp) else { continue };
+            if canonical_combining_class(c) == 0 && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes {
+                bits[cp as usize / 64] |= 1 << (cp % 64);
+            }
+        }
+        bits
+    })
+}
+
+/// Forces the NFC table to be built.
+pub(crate) fn init_nfc() {
+    let _ = nfc_safe_bmp();
+}
+
+/// Whether NFC leaves `s` unchanged. Fast for ASCII and for text made of starters; otherwise it
+/// runs the normalizer HF runs and compares.
+pub(crate) fn is_nfc_unchanged(s: &str) -> bool {
+    let bytes = s.as_bytes();
+    let safe = nfc_safe_bmp();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] < 0x80 {
+            i += 1;
+            continue;
+        }
+        let (cp, len) = decode(bytes, i);
+        if cp >= 0x10000 || safe[cp as usize / 64] & (1 << (cp % 64)) == 0 {
+            return is_nfc_slow(s);
+        }
+        i += len;
+    }
+    true
+}
+
+fn is_nfc_slow(s: &str) -> bool {
+    match is_nfc_quick(s.chars()) {
+        IsNormalized::Yes => true,
+        IsNormalized::No => false,
+        IsNormalized::Maybe => {
+            use unicode_normalization_alignments::UnicodeNormalization;
+            s.nfc().map(|(c, _)| c).eq(s.chars())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every code point, every class, against Oniguruma (the engine HF's Split uses).
+    #[test]
+    fn classes_match_oniguruma() {
+        let checks: [(&str, Set); 11] = [
+            (r"\p{Lu}", bit(LU)),
+            (r"\p{Ll}", bit(LL)),
+            (r"\p{Lt}", bit(LT)),
+            (r"\p{Lm}", bit(LM)),
+            (r"\p{Lo}", bit(LO)),
+            (r"\p{L}", S_L),
+            (r"\p{M}", bit(MARK)),
+            (r"\p{N}", S_N),
+            (r"\p{P}", bit(PUNCT)),
+            (r"\p{S}", bit(SYMBOL)),
+            (r"\s", S_WS),
+        ];
+        // One string holding every scalar value, scanned once per class: matches give the set.
+        let all: String = (0..0x110000u32).filter_map(char::from_u32).collect();
+        for (pattern, set) in checks {
+            let re = onig::Regex::new(&format!("{pattern}+")).unwrap();
+            let mut expected = vec![false; 0x110000];
+            for (s, e) in re.find_iter(&all) {
+                for c in all[s..e].chars() {
+                    expected[c as usize] = true;
+                }
+            }
+            let mut bad = Vec::new();
+            for c in all.chars() {
+                if in_set(class_of(c), set) != expected[c as usize] {
+                    bad.push(c as u32);
+                }
+            }
+            assert!(
+                bad.is_empty(),
+                "{pattern}: {} code points differ, first {:x?}",
+                bad.len(),
+                &bad[..bad.len().min(8)]
+            );
+        }
+    }
+
+    #[test]
+    fn nfc_detection() {
+        assert!(is_nfc_unchanged("hello 世界 ❤️ 🙂"));
+        assert!(!is_nfc_unchanged("e\u{301}"));
+        assert!(is_nfc_unchanged("\u{e9}"));
+        assert!(is_nfc_unchanged("x\u{301}"));
+    }
+}
