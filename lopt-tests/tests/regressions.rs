@@ -140,3 +140,47 @@ fn zero_threads_and_zero_chunk_are_config_errors() {
     let tokenizer = TokenizerBuilder::new().threads(2).min_parallel_bytes(0).build_from_bytes(json).unwrap();
     assert_eq!(tokenizer.encode("a b a", false).unwrap().ids(), [1, 0, 1]);
 }
+
+/// Post-processors the fixtures do not configure but real tokenizers do: ByteLevel offset
+/// trimming (with and without a prefix space, before and after a template) and BertProcessing.
+/// lopt applies them itself; each must equal HF's `post_process`.
+#[test]
+fn post_processor_variants() {
+    let samples = lopt_tests::corpus_samples(1, 3000);
+    let text: String = samples.iter().map(|s| s.text.as_str()).collect::<Vec<_>>().join("\n  ");
+    let text = format!("  leading spaces {text} trailing  ");
+    let trim = |add_prefix_space: bool| serde_json::json!({"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": true, "use_regex": true});
+    let template = serde_json::json!({
+        "type": "TemplateProcessing",
+        "single": [{"SpecialToken": {"id": "<|endoftext|>", "type_id": 0}}, {"Sequence": {"id": "A", "type_id": 1}},
+                   {"SpecialToken": {"id": "<|endoftext|>", "type_id": 2}}],
+        "pair": [{"Sequence": {"id": "A", "type_id": 0}}, {"Sequence": {"id": "B", "type_id": 1}}],
+        "special_tokens": {"<|endoftext|>": {"id": "<|endoftext|>", "ids": [50256], "tokens": ["<|endoftext|>"]}}
+    });
+    let variants = [
+        ("gpt2", trim(true)),
+        ("gpt2", trim(false)),
+        ("gpt2", serde_json::json!({"type": "Sequence", "processors": [trim(true), template.clone()]})),
+        ("gpt2", serde_json::json!({"type": "Sequence", "processors": [template.clone(), trim(true)]})),
+        (
+            "bert-base-cased",
+            serde_json::json!({"type": "BertProcessing", "sep": ["[SEP]", 102], "cls": ["[CLS]", 101]}),
+        ),
+    ];
+    for (name, processor) in variants {
+        let Some(path) = fixture(name) else { continue };
+        let mut json: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        json["post_processor"] = processor;
+        let bytes = serde_json::to_vec(&json).unwrap();
+        for threads in [1, 3] {
+            let tokenizer = TokenizerBuilder::new()
+                .threads(threads)
+                .chunk_size(211)
+                .min_parallel_bytes(0)
+                .build_from_bytes(&bytes)
+                .unwrap();
+            assert_exact(&tokenizer, &text);
+            assert_exact(&tokenizer, " x");
+        }
+    }
+}

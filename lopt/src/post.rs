@@ -5,8 +5,9 @@
 //! Two paths with one result:
 //! * the *own* path, for the post-processors long prompts meet (none, `ByteLevel`,
 //!   `TemplateProcessing`, `BertProcessing` and `Sequence`s of them) when the tokenizer neither
-//!   truncates nor pads: it moves the merged vectors into the [`Encoding`] without copying them
-//!   and never allocates token strings (they are looked up by id on demand);
+//!   truncates nor pads: the segments are written once, in parallel, into the final columns with
+//!   the template's special tokens around them (`merge::assemble`), and token strings are never
+//!   allocated unless asked for (they are looked up by id on demand);
 //! * the *HF* path for everything else: build a `tokenizers::Encoding` and call HF's
 //!   `post_process` — exact by construction, slower.
 //!
@@ -17,18 +18,35 @@ use std::sync::{Arc, OnceLock};
 use serde_json::Value;
 use tokenizers::{PostProcessor, TruncationDirection, TruncationStrategy};
 
-use crate::encoding::{Encoding, Tokens, Vocab};
+use crate::encoding::{Encoding, Vocab};
 use crate::engine::Segment;
 use crate::error::{Error, ErrorKind, Result};
+use crate::merge::{assemble, merge, Layout, Trim};
 
 /// Finishes merged encodings for one tokenizer.
 pub(crate) struct Finisher {
     hf: Arc<tokenizers::Tokenizer>,
     vocab: Arc<Vocab>,
-    /// The own path's steps; `None` selects the HF path.
-    steps: Option<Vec<Step>>,
+    /// The own path; `None` selects the HF path.
+    own: Option<Own>,
     /// Leading and trailing space counts of every token string, for `ByteLevel` offset trimming.
     spaces: OnceLock<Vec<(u16, u16)>>,
+}
+
+/// The own path, reduced to what [`assemble`] needs: special tokens around the text, the text's
+/// type id, and whether (and in which order relative to the template) offsets are trimmed.
+#[derive(Debug, PartialEq)]
+struct Own {
+    prefix: Vec<(u32, u32)>,
+    suffix: Vec<(u32, u32)>,
+    type_id: u32,
+    trim: Option<OwnTrim>,
+}
+
+#[derive(Debug, PartialEq)]
+struct OwnTrim {
+    add_prefix_space: bool,
+    after_template: bool,
 }
 
 /// One post-processor of the own path.
@@ -56,51 +74,37 @@ impl Finisher {
         }
         let vocab = Arc::new(Vocab { strings });
         let truncates_or_pads = hf.get_truncation().is_some() || hf.get_padding().is_some();
-        let steps = if truncates_or_pads { None } else { own_steps(&json["post_processor"], &vocab) };
-        Finisher { hf, vocab, steps, spaces: OnceLock::new() }
+        let own = if truncates_or_pads { None } else { own_steps(&json["post_processor"], &vocab).and_then(own) };
+        Finisher { hf, vocab, own, spaces: OnceLock::new() }
     }
 
-    /// Turns the merged, raw tokens of one text into its final [`Encoding`].
+    /// Joins the segments of one text (segment `i` starts at byte `starts[i]`) and turns them
+    /// into the text's final [`Encoding`]. Runs its parallel part on the current rayon pool.
     ///
     /// # Errors
     /// [`ErrorKind::Encode`] when HF's post-processing fails (for example a truncation stride
     /// larger than `max_length`) or `max_length` cannot hold the special tokens.
-    pub(crate) fn finish(&self, raw: Segment, add_special_tokens: bool) -> Result<Encoding> {
-        match &self.steps {
-            Some(steps) => Ok(self.finish_own(steps, raw, add_special_tokens)),
-            None => self.finish_hf(raw, add_special_tokens),
-        }
-    }
-
-    fn finish_own(&self, steps: &[Step], raw: Segment, add_special_tokens: bool) -> Encoding {
-        let n = raw.ids.len();
-        let owned = raw.tokens.len() == n && n > 0;
-        let mut encoding = Encoding {
-            ids: raw.ids,
-            type_ids: vec![0; n],
-            tokens: if owned { Tokens::Owned(raw.tokens) } else { self.tokens_by_id() },
-            offsets: raw.offsets,
-            word_ids: raw.word_ids.into_iter().map(Some).collect(),
-            special_tokens_mask: vec![0; n],
-            attention_mask: vec![1; n],
-            overflowing: Vec::new(),
+    pub(crate) fn finish(
+        &self,
+        starts: &[usize],
+        segments: Vec<Segment>,
+        add_special_tokens: bool,
+    ) -> Result<Encoding> {
+        let Some(own) = &self.own else {
+            return self.finish_hf(merge(starts, segments), add_special_tokens);
         };
-        for step in steps {
-            match step {
-                Step::TrimOffsets { add_prefix_space } => self.trim_offsets(&mut encoding, *add_prefix_space),
-                Step::Template(pieces) => encoding = self.apply_template(pieces, encoding, add_special_tokens),
-            }
-        }
-        encoding
+        let (prefix, suffix): (&[_], &[_]) = if add_special_tokens { (&own.prefix, &own.suffix) } else { (&[], &[]) };
+        let trim = own.trim.as_ref().map(|t| Trim {
+            spaces: self.spaces(),
+            add_prefix_space: t.add_prefix_space,
+            first_is_index_zero: !(t.after_template && !prefix.is_empty()),
+        });
+        let layout = Layout { prefix, suffix, type_id: own.type_id, trim };
+        Ok(assemble(starts, segments, &layout, &self.vocab))
     }
 
-    fn tokens_by_id(&self) -> Tokens {
-        Tokens::ById { vocab: Arc::clone(&self.vocab), strings: OnceLock::new() }
-    }
-
-    /// HF's `byte_level::process_offsets`, with space counts read from a per-id table.
-    fn trim_offsets(&self, encoding: &mut Encoding, add_prefix_space: bool) {
-        let spaces = self.spaces.get_or_init(|| {
+    fn spaces(&self) -> &[(u16, u16)] {
+        self.spaces.get_or_init(|| {
             let is_space = |c: &char| *c == '\u{120}' || c.is_whitespace();
             let count = |n: usize| u16::try_from(n).unwrap_or(u16::MAX);
             self.vocab
@@ -110,95 +114,7 @@ impl Finisher {
                     (count(s.chars().take_while(is_space).count()), count(s.chars().rev().take_while(is_space).count()))
                 })
                 .collect()
-        });
-        for (i, (&id, offsets)) in encoding.ids.iter().zip(encoding.offsets.iter_mut()).enumerate() {
-            let (mut leading, trailing) = usize::try_from(id)
-                .ok()
-                .and_then(|i| spaces.get(i))
-                .map_or((0, 0), |&(l, t)| (usize::from(l), usize::from(t)));
-            if leading > 0 {
-                let is_first = i == 0 || offsets.0 == 0;
-                if is_first && add_prefix_space && leading == 1 {
-                    leading = 0;
-                }
-                offsets.0 = (offsets.0 + leading).min(offsets.1);
-            }
-            if trailing > 0 && offsets.1 >= trailing {
-                offsets.1 = (offsets.1 - trailing).max(offsets.0);
-            }
-        }
-    }
-
-    /// `TemplateProcessing::apply_template` for one sequence: the sequence's type id is set even
-    /// without special tokens, as HF does.
-    fn apply_template(&self, pieces: &[Piece], sequence: Encoding, add_special_tokens: bool) -> Encoding {
-        let specials: usize = pieces
-            .iter()
-            .map(|p| match p {
-                Piece::Special { ids, .. } if add_special_tokens => ids.len(),
-                _ => 0,
-            })
-            .sum();
-        if specials == 0 {
-            let type_id = pieces.iter().find_map(|p| match p {
-                Piece::Sequence { type_id } => Some(*type_id),
-                Piece::Special { .. } => None,
-            });
-            let mut sequence = sequence;
-            if let Some(type_id) = type_id {
-                sequence.type_ids.iter_mut().for_each(|t| *t = type_id);
-            }
-            return sequence;
-        }
-        let n = sequence.len() + specials;
-        let mut out = Encoding {
-            ids: Vec::with_capacity(n),
-            type_ids: Vec::with_capacity(n),
-            tokens: Tokens::Owned(Vec::new()),
-            offsets: Vec::with_capacity(n),
-            word_ids: Vec::with_capacity(n),
-            special_tokens_mask: Vec::with_capacity(n),
-            attention_mask: Vec::with_capacity(n),
-            overflowing: Vec::new(),
-        };
-        let mut strings = match &sequence.tokens {
-            Tokens::Owned(s) if !s.is_empty() || sequence.is_empty() => Some(Vec::with_capacity(n)),
-            _ => None,
-        };
-        let mut sequence = Some(sequence);
-        for piece in pieces {
-            match piece {
-                Piece::Special { ids, type_id } => {
-                    out.ids.extend_from_slice(ids);
-                    out.type_ids.extend(std::iter::repeat_n(*type_id, ids.len()));
-                    out.offsets.extend(std::iter::repeat_n((0, 0), ids.len()));
-                    out.word_ids.extend(std::iter::repeat_n(None, ids.len()));
-                    out.special_tokens_mask.extend(std::iter::repeat_n(1, ids.len()));
-                    out.attention_mask.extend(std::iter::repeat_n(1, ids.len()));
-                    if let Some(strings) = &mut strings {
-                        strings.extend(ids.iter().map(|&id| self.vocab.string(id).to_owned()));
-                    }
-                }
-                Piece::Sequence { type_id } => {
-                    // A validated single template holds the sequence exactly once.
-                    let Some(seq) = sequence.take() else { continue };
-                    out.type_ids.extend(std::iter::repeat_n(*type_id, seq.len()));
-                    out.ids.extend(seq.ids);
-                    out.offsets.extend(seq.offsets);
-                    out.word_ids.extend(seq.word_ids);
-                    out.special_tokens_mask.extend(seq.special_tokens_mask);
-                    out.attention_mask.extend(seq.attention_mask);
-                    if let (Some(strings), Tokens::Owned(seq_strings)) = (&mut strings, seq.tokens) {
-                        strings.extend(seq_strings);
-                    }
-                }
-            }
-        }
-        out.tokens = match strings {
-            Some(strings) => Tokens::Owned(strings),
-            None => self.tokens_by_id(),
-        };
-        out
+        })
     }
 
     fn finish_hf(&self, mut raw: Segment, add_special_tokens: bool) -> Result<Encoding> {
@@ -269,6 +185,44 @@ impl Finisher {
         raw.word_ids = kept.iter().map(|&i| raw.word_ids[i] - lo).collect();
         raw.words = hi - lo + 1;
     }
+}
+
+/// Reduces the steps to [`Own`]: at most one template and one trimming step (offset trimming
+/// leaves the template's special tokens, at offsets `(0, 0)`, unchanged, so only its position
+/// relative to the template matters).
+fn own(steps: Vec<Step>) -> Option<Own> {
+    let mut own = Own { prefix: Vec::new(), suffix: Vec::new(), type_id: 0, trim: None };
+    let mut seen_template = false;
+    for step in steps {
+        match step {
+            Step::TrimOffsets { add_prefix_space } => {
+                if own.trim.is_some() {
+                    return None;
+                }
+                own.trim = Some(OwnTrim { add_prefix_space, after_template: seen_template });
+            }
+            Step::Template(pieces) => {
+                if seen_template {
+                    return None;
+                }
+                seen_template = true;
+                let mut before = true;
+                for piece in pieces {
+                    match piece {
+                        Piece::Sequence { type_id } => {
+                            own.type_id = type_id;
+                            before = false;
+                        }
+                        Piece::Special { ids, type_id } => {
+                            let side = if before { &mut own.prefix } else { &mut own.suffix };
+                            side.extend(ids.into_iter().map(|id| (id, type_id)));
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Some(own)
 }
 
 /// The own path's steps for a post-processor, or `None` when only HF's path is exact for it.

@@ -15,7 +15,6 @@ use crate::engine::hf::HfEngine;
 use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{one_line, Error, ErrorKind, Result};
-use crate::merge::merge;
 use crate::post::Finisher;
 use crate::split::plan;
 
@@ -220,7 +219,7 @@ impl Tokenizer {
                 ranges.par_iter().map(|r| self.engine.encode_segment(&text[r.clone()])).collect::<Result<Vec<_>>>()
             })?
         };
-        self.finisher.finish(merge(&starts, segments), add_special_tokens)
+        self.pool.install(|| self.finisher.finish(&starts, segments, add_special_tokens))
     }
 
     /// Encodes many texts; the segments of all texts share the pool. Each result is identical to
@@ -251,7 +250,7 @@ impl Tokenizer {
                 .collect();
             per_doc
                 .into_par_iter()
-                .map(|(starts, segs)| self.finisher.finish(merge(&starts, segs), add_special_tokens))
+                .map(|(starts, segs)| self.finisher.finish(&starts, segs, add_special_tokens))
                 .collect()
         })
     }
