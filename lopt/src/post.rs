@@ -97,7 +97,7 @@ impl Finisher {
         let trim = own.trim.as_ref().map(|t| Trim {
             spaces: self.spaces(),
             add_prefix_space: t.add_prefix_space,
-            first_is_index_zero: !(t.after_template && !prefix.is_empty()),
+            first_is_index_zero: !t.after_template || prefix.is_empty(),
         });
         let layout = Layout { prefix, suffix, type_id: own.type_id, trim };
         Ok(assemble(starts, segments, &layout, &self.vocab))
