@@ -111,6 +111,12 @@ pub struct BenchArgs {
     /// Accepted for parity with other tools' harnesses: lopt always computes offsets
     #[arg(long)]
     pub offsets: bool,
+    /// Do not add the post-processor's special tokens (BOS, [CLS], ...)
+    #[arg(long)]
+    pub no_special_tokens: bool,
+    /// Also print the ids of every timed document (for exactness checks by peer harnesses)
+    #[arg(long, hide = true)]
+    pub ids: bool,
     /// JSONL documents, one object with a "text" string per line
     #[arg(value_name = "FILE.jsonl")]
     pub input: PathBuf,

@@ -22,6 +22,8 @@ struct BenchResult<'a> {
     mb_per_s: f64,
     engine: &'a str,
     threads: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    ids: Option<Vec<Vec<u32>>>,
 }
 
 /// Runs `lopt bench`.
@@ -35,13 +37,18 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let loaded = source::load(&args.tokenizer)?;
     let tokenizer = &loaded.tokenizer;
     source::note_sequential(tokenizer);
-    std::hint::black_box(tokenizer.encode(&first.text, true)?);
+    let special = !args.no_special_tokens;
+    std::hint::black_box(tokenizer.encode(&first.text, special)?);
     let timed = if documents.len() > 1 { &documents[1..] } else { &documents[..] };
     let (mut bytes, mut tokens, mut seconds) = (0, 0, 0.0);
+    let mut ids = args.ids.then(Vec::new);
     for doc in timed {
         let start = Instant::now();
-        let encoding = std::hint::black_box(tokenizer.encode(&doc.text, true)?);
+        let encoding = std::hint::black_box(tokenizer.encode(&doc.text, special)?);
         seconds += start.elapsed().as_secs_f64();
+        if let Some(ids) = &mut ids {
+            ids.push(encoding.ids().to_vec());
+        }
         bytes += doc.text.len();
         tokens += encoding.len();
     }
@@ -53,6 +60,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         mb_per_s: if seconds > 0.0 { bytes as f64 / 1e6 / seconds } else { 0.0 },
         engine: tokenizer.engine_name(),
         threads: tokenizer.threads(),
+        ids,
     };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &result)?;

@@ -1,0 +1,184 @@
+#!/usr/bin/env python3
+"""Fresh-document throughput of lopt and its peers on the same documents, in the same run.
+
+Every (tokenizer, method, threads) cell runs in its own process: it loads the tokenizer, encodes
+the first document to warm up, then encodes every other document once ("fresh documents": a
+server sees new prompts) and reports MB/s = bytes / sum of per-document encode times, plus a hash
+of the ids of each document so that exactness is checked against HF `tokenizers`. Cells are run
+in rounds, in rotating order, and the median MB/s over rounds is reported, so that a noisy
+machine affects all methods alike.
+
+    python3 scripts/bench_peers.py --corpus ../shared/corpora/en_verylong.jsonl \
+        --tokenizers qwen3 bert-base-cased --docs 6 --max-bytes 1000000 --rounds 3
+
+Peers are the PyPI packages `tokenizers` (HF), `tiktoken`, `fastokens`, `gigatoken`, `nanotoken`
+and `tokie`; missing ones are skipped. lopt runs through `target/release/lopt bench`.
+"""
+
+import argparse
+import hashlib
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+BPE = {"qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2"}
+TIKTOKEN = {"gpt2": "gpt2", "gptoss": "o200k_harmony"}
+
+
+def tokenizer_path(name):
+    for base in (os.environ.get("LOPT_SHARED", os.path.join(ROOT, "..", "shared")) + "/tokenizers",
+                 os.path.join(ROOT, "fixtures", "tokenizers")):
+        path = os.path.join(base, name, "tokenizer.json")
+        if os.path.exists(path):
+            return path
+    return name if os.path.exists(name) else None
+
+
+def load_encoder(method, path, name):
+    """Returns text -> list-like of ids for one peer, or raises ImportError/ValueError."""
+    if method == "hf":
+        import tokenizers
+        tok = tokenizers.Tokenizer.from_file(path)
+        return lambda text: tok.encode(text, add_special_tokens=False).ids
+    if method == "tiktoken":
+        import tiktoken
+        if name not in TIKTOKEN:
+            raise ValueError("no tiktoken encoding")
+        enc = tiktoken.get_encoding(TIKTOKEN[name])
+        return lambda text: enc.encode(text, allowed_special="all")
+    if method == "fastokens":
+        import fastokens
+        tok = fastokens.Tokenizer.from_file(path)
+        return lambda text: tok.encode(text, add_special_tokens=False).ids
+    if method == "gigatoken":
+        import gigatoken
+        if name not in BPE:
+            raise ValueError("BPE only")
+        tok = gigatoken.Tokenizer(path)
+        return lambda text: tok.encode(text)
+    if method == "nanotoken":
+        import nanotoken
+        if name in BPE:
+            raise ValueError("WordPiece only")
+        tok = nanotoken.Tokenizer(path)
+        return lambda text: tok.encode(text, add_special_tokens=False)
+    if method == "tokie":
+        import tokie
+        tok = tokie.Tokenizer.from_json(path)
+        return lambda text: tok.encode(text, add_special_tokens=False).ids
+    raise ValueError(method)
+
+
+def digest(ids):
+    return hashlib.sha1(",".join(str(int(i)) for i in ids).encode()).hexdigest()[:16]
+
+
+def worker(method, path, name, docs_file):
+    docs = [json.loads(line)["text"] for line in open(docs_file, encoding="utf-8")]
+    encode = load_encoder(method, path, name)
+    encode(docs[0])
+    seconds, hashes = 0.0, []
+    for doc in docs[1:]:
+        start = time.perf_counter()
+        ids = encode(doc)
+        seconds += time.perf_counter() - start
+        hashes.append(digest(ids))
+    size = sum(len(d.encode("utf-8")) for d in docs[1:])
+    print(json.dumps({"mb_per_s": size / 1e6 / seconds, "hashes": hashes}))
+
+
+def run_cell(method, threads, path, name, docs_file):
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
+    if method.startswith("lopt"):
+        engine = "hf" if method == "lopt-hf" else "auto"
+        cmd = [os.path.join(ROOT, "target", "release", "lopt"), "bench", "--tokenizer", path,
+               "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--ids", docs_file]
+    else:
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, path, name, docs_file]
+    out = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        return None
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    if "ids" in result:
+        result["hashes"] = [digest(ids) for ids in result.pop("ids")]
+    return result
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--worker":
+        try:
+            worker(*sys.argv[2:6])
+        except (ImportError, ValueError) as err:
+            print(err, file=sys.stderr)
+            sys.exit(3)
+        return
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", required=True)
+    ap.add_argument("--tokenizers", nargs="+", default=["qwen3", "bert-base-cased"])
+    ap.add_argument("--methods", nargs="+",
+                    default=["hf", "tiktoken", "fastokens", "gigatoken", "nanotoken", "tokie", "lopt"])
+    ap.add_argument("--threads", nargs="+", type=int, default=[1, 2])
+    ap.add_argument("--docs", type=int, default=6, help="timed documents (one more warms up)")
+    ap.add_argument("--max-bytes", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--json", help="write the rows here too")
+    args = ap.parse_args()
+
+    docs = []
+    with open(args.corpus, encoding="utf-8") as f:
+        for line in f:
+            text = json.loads(line)["text"].encode("utf-8")[: args.max_bytes].decode("utf-8", "ignore")
+            docs.append({"text": text})
+            if len(docs) > args.docs:
+                break
+    fd, docs_file = tempfile.mkstemp(suffix=".jsonl")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        for d in docs:
+            f.write(json.dumps(d) + "\n")
+
+    rows = []
+    for name in args.tokenizers:
+        path = tokenizer_path(name)
+        if path is None:
+            print(f"NOTICE: tokenizer {name} not found; skipped", file=sys.stderr)
+            continue
+        cells = [(m, t) for m in args.methods for t in (args.threads if m not in ("hf", "tiktoken") else [1])]
+        results = {c: [] for c in cells}
+        reference = None
+        for r in range(args.rounds):
+            order = cells[r % len(cells):] + cells[: r % len(cells)]
+            for method, threads in order:
+                out = run_cell(method, threads, path, name, docs_file)
+                if out is None:
+                    continue
+                results[(method, threads)].append(out)
+                if method == "hf":
+                    reference = out["hashes"]
+        for (method, threads), outs in results.items():
+            if not outs:
+                continue
+            exact = reference is not None and all(o["hashes"] == reference for o in outs)
+            row = {"tokenizer": name, "method": method, "threads": threads,
+                   "mb_per_s": round(statistics.median(o["mb_per_s"] for o in outs), 1),
+                   "exact_ids": exact, "rounds": len(outs), "corpus": os.path.basename(args.corpus),
+                   "docs": len(docs) - 1}
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    os.unlink(docs_file)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print("\n| tokenizer | method | threads | MB/s | ids equal HF |")
+    print("|---|---|---|---|---|")
+    for row in rows:
+        print(f"| {row['tokenizer']} | {row['method']} | {row['threads']} | {row['mb_per_s']} | "
+              f"{'yes' if row['exact_ids'] else 'NO'} |")
+
+
+if __name__ == "__main__":
+    main()
