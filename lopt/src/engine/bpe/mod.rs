@@ -12,7 +12,8 @@
 //!   by HF's `transform` rule ([`nfc_aligned`]);
 //! * pre-tokenizer: [`pretok`], then ByteLevel, which is a bijection on bytes: the model works on
 //!   raw bytes and token ids are the same;
-//! * model: [`model`];
+//! * model: [`model`], behind a pre-token cache ([`cache`]) that persists across segments and
+//!   documents (bounded, one per concurrent call), since words repeat;
 //! * offsets: HF maps byte-level characters back through its alignments, so a token that covers
 //!   part of a multi-byte character reports the whole character; here that is "widen the token's
 //!   byte range to character boundaries".
@@ -22,25 +23,22 @@
 mod added;
 #[cfg(test)]
 mod bench;
+mod cache;
 mod model;
 mod pretok;
 mod table;
 mod unicode;
 
-use std::collections::HashMap;
+use std::sync::Mutex;
 
 use serde_json::Value;
 
 use super::{Engine, Segment};
 use crate::error::Result;
 use added::AddedVocab;
+use cache::{Hit, WordCache};
 use model::{BpeModel, Scratch};
 use pretok::{PreTokenizer, Stage};
-use table::U64Map;
-
-/// Pre-tokens up to this many bytes are remembered within a segment: words repeat, and a hash
-/// lookup is cheaper than merging.
-const CACHE_MAX_LEN: usize = 48;
 
 /// Native byte-level BPE; see the module documentation.
 pub(crate) struct BpeEngine {
@@ -48,6 +46,8 @@ pub(crate) struct BpeEngine {
     nfc: bool,
     pre_tokenizer: PreTokenizer,
     model: BpeModel,
+    /// Pre-token caches, one lent to each running `encode_segment` (see [`cache`]).
+    caches: Mutex<Vec<WordCache>>,
 }
 
 impl BpeEngine {
@@ -77,7 +77,15 @@ impl BpeEngine {
         if nfc {
             unicode::init_nfc();
         }
-        Ok(BpeEngine { added, nfc, pre_tokenizer: PreTokenizer::new(stages), model })
+        Ok(BpeEngine { added, nfc, pre_tokenizer: PreTokenizer::new(stages), model, caches: Mutex::new(Vec::new()) })
+    }
+
+    /// Empties the pre-token caches (benchmarks of fresh documents).
+    #[cfg(test)]
+    pub(crate) fn clear_caches(&self) {
+        if let Ok(mut pool) = self.caches.lock() {
+            pool.clear();
+        }
     }
 }
 
@@ -174,39 +182,58 @@ impl Text<'_> {
     }
 }
 
-/// Pre-tokens of at most this many bytes are cached under their bytes packed in a `u64`.
-const SHORT: usize = 7;
-
-/// The cache key of a short pre-token: its bytes, little-endian, and its length in the top byte
-/// (so keys of different lengths differ and none is [`table::EMPTY`]).
-#[inline(always)]
-fn short_key(text: &[u8], start: usize, len: usize) -> u64 {
-    let word = if start + 8 <= text.len() {
-        let mut buf = [0u8; 8];
-        buf.copy_from_slice(&text[start..start + 8]);
-        u64::from_le_bytes(buf) & ((1u64 << (8 * len)) - 1)
-    } else {
-        let mut buf = [0u8; 8];
-        buf[..len].copy_from_slice(&text[start..start + len]);
-        u64::from_le_bytes(buf)
-    };
-    word | (len as u64) << 56
-}
-
 /// The state of one `encode_segment` call.
 struct Run<'a> {
     engine: &'a BpeEngine,
     segment: Segment,
     scratch: Scratch,
-    /// Short pre-tokens (packed bytes) → `from << 32 | to`, a range of `arena`.
-    short: U64Map,
-    /// Longer pre-tokens, up to [`CACHE_MAX_LEN`] bytes → range of `arena`.
-    long: HashMap<&'a [u8], (u32, u32), ahash::RandomState>,
-    /// The ids of cached pre-tokens.
-    arena: Vec<u32>,
+    /// Borrowed from the engine's pool for the call.
+    cache: WordCache,
+    /// The ids of the word being merged.
+    ids: Vec<u32>,
+    /// The same as `(id, end within the word)`.
+    tokens: Vec<(u32, u32)>,
 }
 
-impl<'a> Run<'a> {
+/// The pre-tokens of a piece of `text` that starts at `base`, into the run.
+struct Words<'r, 'a, 't> {
+    run: &'r mut Run<'a>,
+    text: Text<'t>,
+    base: usize,
+}
+
+impl pretok::Sink for Words<'_, '_, '_> {
+    #[inline(always)]
+    fn piece(&mut self, start: usize, end: usize) {
+        self.run.word(self.text, self.base + start, self.base + end);
+    }
+}
+
+/// Appends the tokens `(id, end within the word)` of the word at `start` in `text`; `splits`:
+/// some token ends inside a character (only then are identity offsets widened).
+#[inline(always)]
+fn push_tokens(segment: &mut Segment, text: Text<'_>, start: usize, tokens: &[(u32, u32)], splits: bool, word: u32) {
+    let mut pos = start;
+    if text.aligned.is_none() && !splits {
+        for &(id, end) in tokens {
+            let end = start + end as usize;
+            segment.ids.push(id);
+            segment.offsets.push((pos, end));
+            segment.word_ids.push(word);
+            pos = end;
+        }
+    } else {
+        for &(id, end) in tokens {
+            let end = start + end as usize;
+            segment.ids.push(id);
+            segment.offsets.push(text.original(pos, end));
+            segment.word_ids.push(word);
+            pos = end;
+        }
+    }
+}
+
+impl Run<'_> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
         let word = self.segment.words;
         self.segment.ids.push(id);
@@ -215,66 +242,59 @@ impl<'a> Run<'a> {
         self.segment.words += 1;
     }
 
-    /// The ids of the pre-token `text[start..end]`, as a range of `arena`; `cached` is false when
-    /// the range is scratch space to drop after use.
-    #[inline(always)]
-    fn ids(&mut self, text: &'a [u8], start: usize, end: usize) -> (usize, usize, bool) {
-        let len = end - start;
-        if len <= SHORT {
-            let key = short_key(text, start, len);
-            if let Some(range) = self.short.get(key) {
-                return ((range >> 32) as usize, (range & 0xffff_ffff) as usize, true);
-            }
-            let from = self.arena.len();
-            self.engine.model.encode(&text[start..end], &mut self.scratch, &mut self.arena);
-            let to = self.arena.len();
-            self.short.insert(key, (from as u64) << 32 | to as u64);
-            return (from, to, true);
+    /// Merges `word` into `self.tokens`.
+    fn merge(&mut self, word: &[u8]) {
+        let model = &self.engine.model;
+        self.ids.clear();
+        model.encode(word, &mut self.scratch, &mut self.ids);
+        self.tokens.clear();
+        let mut end = 0u32;
+        for &id in &self.ids {
+            end += model.token_len(id) as u32;
+            self.tokens.push((id, end));
         }
-        let bytes = &text[start..end];
-        if len <= CACHE_MAX_LEN {
-            if let Some(&(from, to)) = self.long.get(bytes) {
-                return (from as usize, to as usize, true);
-            }
-            let from = self.arena.len();
-            self.engine.model.encode(bytes, &mut self.scratch, &mut self.arena);
-            let to = self.arena.len();
-            self.long.insert(bytes, (from as u32, to as u32));
-            return (from, to, true);
-        }
-        let from = self.arena.len();
-        self.engine.model.encode(bytes, &mut self.scratch, &mut self.arena);
-        (from, self.arena.len(), false)
     }
 
     /// One pre-token, `text[start..end]`.
     #[inline(always)]
-    fn word(&mut self, text: Text<'a>, start: usize, end: usize) {
-        let (from, to, cached) = self.ids(text.str.as_bytes(), start, end);
+    fn word(&mut self, text: Text<'_>, start: usize, end: usize) {
+        let bytes = &text.str.as_bytes()[start..end];
         let word = self.segment.words;
-        let mut pos = start;
-        for k in from..to {
-            let id = self.arena[k];
-            let len = self.engine.model.token_len(id);
-            self.segment.ids.push(id);
-            self.segment.offsets.push(text.original(pos, pos + len));
-            self.segment.word_ids.push(word);
-            pos += len;
-        }
-        if !cached {
-            self.arena.truncate(from);
-        }
         self.segment.words += 1;
+        if bytes.len() > cache::MAX_LEN {
+            self.merge(bytes);
+            push_tokens(&mut self.segment, text, start, &self.tokens, true, word);
+            return;
+        }
+        let key = cache::key(text.str.as_bytes(), start, end);
+        match self.cache.get(key, bytes) {
+            Some((Hit::One(id), _)) => {
+                // One token covers the word, whose ends are character boundaries.
+                self.segment.ids.push(id);
+                self.segment.offsets.push(if text.aligned.is_none() {
+                    (start, end)
+                } else {
+                    text.original(start, end)
+                });
+                self.segment.word_ids.push(word);
+            }
+            Some((Hit::Many(tokens), splits)) => push_tokens(&mut self.segment, text, start, tokens, splits, word),
+            None => {
+                self.merge(bytes);
+                self.cache.insert(key, bytes, &self.tokens);
+                push_tokens(&mut self.segment, text, start, &self.tokens, true, word);
+            }
+        }
     }
 
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
-    fn pre_tokenize(&mut self, text: Text<'a>, start: usize, end: usize) {
+    fn pre_tokenize(&mut self, text: Text<'_>, start: usize, end: usize) {
         let engine = self.engine;
-        engine.pre_tokenizer.split(&text.str[start..end], &mut |s, e| self.word(text, start + s, start + e));
+        engine.pre_tokenizer.split(&text.str[start..end], &mut Words { run: self, text, base: start });
     }
 
     /// A piece between raw added tokens: the normalized added tokens, then pre-tokens.
-    fn piece(&mut self, text: Text<'a>, start: usize, end: usize) {
+    fn piece(&mut self, text: Text<'_>, start: usize, end: usize) {
         if !self.engine.added.has_normalized() {
             self.pre_tokenize(text, start, end);
             return;
@@ -368,13 +388,14 @@ impl Engine for BpeEngine {
                 }
             }
         }
+        let cache = self.caches.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
         let mut run = Run {
             engine: self,
             segment: Segment::default(),
             scratch: Scratch::default(),
-            short: U64Map::with_capacity(1024),
-            long: HashMap::with_capacity_and_hasher(1024, ahash::RandomState::default()),
-            arena: Vec::new(),
+            cache,
+            ids: Vec::new(),
+            tokens: Vec::new(),
         };
         let capacity = segment.len() / 3;
         run.segment.ids.reserve(capacity);
@@ -391,6 +412,9 @@ impl Engine for BpeEngine {
             } else {
                 run.piece(raw, start, end);
             }
+        }
+        if let Ok(mut pool) = self.caches.lock() {
+            pool.push(run.cache);
         }
         Ok(run.segment)
     }

@@ -13,14 +13,15 @@
 //!
 //! Invariants checked when the model is built (anything else is refused, and HF serves the
 //! tokenizer): every byte's character is in the vocabulary (so no character is ever dropped or
-//! unknown), ids are unique and below 2^31, no continuing-subword prefix or end-of-word suffix, no
-//! dropout. `ignore_merges` looks the whole pre-token up first, as HF does.
+//! unknown), ids are unique and below 2^31, ids and merge ranks fit the packed merge table
+//! ([`MergeMap`]: true of every real vocabulary), no continuing-subword prefix or end-of-word
+//! suffix, no dropout. `ignore_merges` looks the whole pre-token up first, as HF does.
 
 use std::collections::{BinaryHeap, HashMap};
 
 use serde_json::Value;
 
-use super::table::U64Map;
+use super::table::{MergeMap, NO_RANK};
 
 /// GPT-2's `bytes_to_unicode`: the printable character that stands for each byte.
 pub(crate) fn byte_to_char() -> [char; 256] {
@@ -55,19 +56,12 @@ fn char_to_byte(c: char, inverse: &[Option<u8>; 0x144]) -> Option<u8> {
 
 type Hasher = ahash::RandomState;
 
-/// The merge-table key of an adjacent pair (never [`super::table::EMPTY`]: ids fit in 31 bits,
-/// checked when the model is built).
-#[inline(always)]
-fn pair_key(a: u32, b: u32) -> u64 {
-    u64::from(a) << 32 | u64::from(b)
-}
-
 /// A pre-token whose ids are known: a slice of [`BpeModel`]'s scratch output.
 pub(crate) struct BpeModel {
     /// Id of each single byte.
     byte_ids: [u32; 256],
-    /// `(left << 32 | right)` → `(rank << 32 | merged id)`.
-    merges: U64Map,
+    /// Adjacent pair → rank, rank → merged id.
+    merges: MergeMap,
     /// Whole tokens by their bytes, for `ignore_merges`.
     vocab: HashMap<Box<[u8]>, u32, Hasher>,
     /// Byte length of each model token, by id (0 for ids the model does not have).
@@ -82,13 +76,11 @@ pub(crate) struct BpeModel {
 pub(crate) struct Scratch {
     symbols: Vec<u32>,
     ids: Vec<u32>,
-    ranks: Vec<u64>,
+    ranks: Vec<u32>,
     next: Vec<u32>,
     prev: Vec<u32>,
     heap: BinaryHeap<std::cmp::Reverse<u64>>,
 }
-
-const NONE: u64 = u64::MAX;
 
 /// Above this many bytes a pre-token is merged with the heap rather than by scanning (at most
 /// 255: the scan links symbols with `u8` indices).
@@ -148,8 +140,8 @@ impl BpeModel {
                 .ok_or_else(|| format!("byte {b:#04x} has no token: characters could be dropped"))?;
         }
         let merges_json = model["merges"].as_array().ok_or("BPE merges are not a list")?;
-        let mut merges = U64Map::with_capacity(merges_json.len());
-        for (rank, merge) in merges_json.iter().enumerate() {
+        let mut merges = Vec::with_capacity(merges_json.len());
+        for merge in merges_json {
             let (a, b) = match merge {
                 Value::String(line) => line.split_once(' ').ok_or_else(|| format!("bad merge {line:?}"))?,
                 Value::Array(pair) if pair.len() == 2 => {
@@ -164,13 +156,13 @@ impl BpeModel {
                 |s: &str| by_string.get(s).copied().ok_or_else(|| format!("merge token {s:?} is not in the vocab"));
             let (ia, ib) = (id_of(a)?, id_of(b)?);
             let merged = id_of(&format!("{a}{b}"))?;
-            let rank = u64::try_from(rank).map_err(|_| "too many merges")?;
-            // A repeated pair keeps its last rank, as HF's map does.
-            merges.insert(pair_key(ia, ib), rank << 32 | u64::from(merged));
+            merges.push((ia, ib, merged));
         }
+        // A repeated pair keeps its last rank, as HF's map does.
+        let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
         let ignore_merges = model["ignore_merges"].as_bool().unwrap_or(false);
         let mut model = BpeModel { byte_ids, merges, vocab, token_len, ignore_merges, premerge: Vec::new() };
-        model.premerge = premerge::table(&model, merges_json.len());
+        model.premerge = premerge::table(&model);
         Ok(model)
     }
 
@@ -180,10 +172,10 @@ impl BpeModel {
         self.token_len.get(id as usize).map_or(0, |&l| l as usize)
     }
 
-    /// The merged pair `(rank << 32 | id)` of two adjacent ids, or [`NONE`].
+    /// The rank of the merge of two adjacent ids, or [`NO_RANK`].
     #[inline(always)]
-    fn pair(&self, a: u32, b: u32) -> u64 {
-        self.merges.get(pair_key(a, b)).unwrap_or(NONE)
+    fn pair(&self, a: u32, b: u32) -> u32 {
+        self.merges.rank(a, b)
     }
 
     /// Appends the ids of the pre-token `word` (its raw bytes) to `out`.
@@ -268,7 +260,9 @@ impl BpeModel {
         let n = symbols.len();
         debug_assert!((1..=SCAN_LIMIT).contains(&n));
         let mut ids = [0u32; SCAN_LIMIT];
-        let mut ranks = [NONE; SCAN_LIMIT];
+        let mut ranks = [NO_RANK; SCAN_LIMIT];
+        // The id each candidate pair merges into, read with its rank (one table slot).
+        let mut merged = [0u32; SCAN_LIMIT];
         let mut next = [0u8; SCAN_LIMIT];
         let mut prev = [0u8; SCAN_LIMIT];
         for (i, &id) in symbols.iter().enumerate() {
@@ -277,37 +271,37 @@ impl BpeModel {
             prev[i] = i.wrapping_sub(1) as u8;
         }
         for i in 0..n - 1 {
-            ranks[i] = self.pair(ids[i], ids[i + 1]);
+            (ranks[i], merged[i]) = self.merges.get(ids[i], ids[i + 1]);
         }
         let end = n as u8;
         loop {
-            let mut best = NONE;
+            let mut best = NO_RANK;
             let mut at = 0;
-            // Dead symbols and the last one hold NONE; strictly lower keeps the leftmost of equal
-            // ranks.
+            // Dead symbols and the last one hold NO_RANK; strictly lower keeps the leftmost of
+            // equal ranks.
             for (k, &r) in ranks[..n].iter().enumerate() {
                 if r < best {
                     best = r;
                     at = k;
                 }
             }
-            if best == NONE {
+            if best == NO_RANK {
                 break;
             }
             let right = usize::from(next[at]);
-            ids[at] = best as u32;
-            ranks[right] = NONE;
+            ids[at] = merged[at];
+            ranks[right] = NO_RANK;
             let after = next[right];
             next[at] = after;
             if after != end {
                 prev[usize::from(after)] = at as u8;
-                ranks[at] = self.pair(ids[at], ids[usize::from(after)]);
+                (ranks[at], merged[at]) = self.merges.get(ids[at], ids[usize::from(after)]);
             } else {
-                ranks[at] = NONE;
+                ranks[at] = NO_RANK;
             }
             if at > 0 {
                 let before = usize::from(prev[at]);
-                ranks[before] = self.pair(ids[before], ids[at]);
+                (ranks[before], merged[before]) = self.merges.get(ids[before], ids[at]);
             }
         }
         let mut i = 0;
@@ -328,43 +322,43 @@ impl BpeModel {
         next.extend((1..=n as u32).map(|i| if (i as usize) < n { i } else { u32::MAX }));
         prev.clear();
         prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
-        // ranks[i]: the pair currently starting at symbol i (rank << 32 | id), NONE if none; a
-        // dead symbol gets NONE too, which makes its stale candidates fail the check below.
+        // ranks[i]: the rank of the pair currently starting at symbol i, NO_RANK if none; a dead
+        // symbol gets NO_RANK too, which makes its stale candidates fail the check below.
         ranks.clear();
-        ranks.extend((0..n).map(|i| if i + 1 < n { self.pair(ids[i], ids[i + 1]) } else { NONE }));
+        ranks.extend((0..n).map(|i| if i + 1 < n { self.pair(ids[i], ids[i + 1]) } else { NO_RANK }));
         heap.clear();
         for (i, &r) in ranks.iter().enumerate() {
-            if r != NONE {
-                heap.push(std::cmp::Reverse((r >> 32) << 32 | i as u64));
+            if r != NO_RANK {
+                heap.push(std::cmp::Reverse(u64::from(r) << 32 | i as u64));
             }
         }
         while let Some(std::cmp::Reverse(top)) = heap.pop() {
             let pos = (top & 0xffff_ffff) as usize;
-            let rank = top >> 32;
+            let rank = (top >> 32) as u32;
             let current = ranks[pos];
-            if current == NONE || current >> 32 != rank {
+            if current == NO_RANK || current != rank {
                 continue;
             }
             let right = next[pos] as usize;
-            ids[pos] = current as u32;
+            ids[pos] = self.merges.merged(current);
             // Unlink the right symbol.
             let after = next[right];
             next[pos] = after;
             if after != u32::MAX {
                 prev[after as usize] = pos as u32;
             }
-            ranks[right] = NONE;
+            ranks[right] = NO_RANK;
             ids[right] = u32::MAX;
-            ranks[pos] = if after != u32::MAX { self.pair(ids[pos], ids[after as usize]) } else { NONE };
-            if ranks[pos] != NONE {
-                heap.push(std::cmp::Reverse((ranks[pos] >> 32) << 32 | pos as u64));
+            ranks[pos] = if after != u32::MAX { self.pair(ids[pos], ids[after as usize]) } else { NO_RANK };
+            if ranks[pos] != NO_RANK {
+                heap.push(std::cmp::Reverse(u64::from(ranks[pos]) << 32 | pos as u64));
             }
             let before = prev[pos];
             if before != u32::MAX {
                 let b = before as usize;
                 ranks[b] = self.pair(ids[b], ids[pos]);
-                if ranks[b] != NONE {
-                    heap.push(std::cmp::Reverse((ranks[b] >> 32) << 32 | b as u64));
+                if ranks[b] != NO_RANK {
+                    heap.push(std::cmp::Reverse(u64::from(ranks[b]) << 32 | b as u64));
                 }
             }
         }
@@ -405,7 +399,7 @@ fn decode_bmp(c: &[u8]) -> usize {
 /// of the entry. Entries exist for BMP characters of 2 and 3 bytes that have merges and whose
 /// (at most two) finished symbol ids fit in 20 bits.
 mod premerge {
-    use super::{pair_key, BpeModel};
+    use super::{BpeModel, NO_RANK};
 
     pub(super) const AFTER_ASCII: u64 = 1 << 40;
     pub(super) const AFTER_CONT: u64 = 1 << 41;
@@ -431,7 +425,7 @@ mod premerge {
         as_left: Vec<[u64; 2]>,
     }
 
-    pub(super) fn table(model: &BpeModel, merges: usize) -> Vec<u64> {
+    pub(super) fn table(model: &BpeModel) -> Vec<u64> {
         let size = model.token_len.len();
         if size >= NO_ID as usize {
             return Vec::new();
@@ -445,10 +439,8 @@ mod premerge {
             }
         }
         let mut bounds = Bounds { as_right: vec![[u64::MAX; 2]; size], as_left: vec![[u64::MAX; 2]; size] };
-        let _ = merges;
-        for (key, value) in model.merges.iter() {
-            let (a, b) = ((key >> 32) as usize, (key & 0xffff_ffff) as usize);
-            let rank = value >> 32;
+        for (a, b, rank, _) in model.merges.iter() {
+            let (a, b, rank) = (a as usize, b as usize, u64::from(rank));
             let after = usize::from(last_byte[a] >= 0x80);
             bounds.as_right[b][after] = bounds.as_right[b][after].min(rank);
             let before = usize::from(first_byte[b] >= 0x80);
@@ -472,11 +464,12 @@ mod premerge {
         let mut highest = None;
         loop {
             let best = (0..ids.len().saturating_sub(1))
-                .filter_map(|k| model.merges.get(pair_key(ids[k], ids[k + 1])).map(|v| (v, k)))
+                .map(|k| (model.merges.rank(ids[k], ids[k + 1]), k))
+                .filter(|&(rank, _)| rank != NO_RANK)
                 .min();
-            let Some((value, k)) = best else { break };
-            highest = Some(value >> 32);
-            ids[k] = value as u32;
+            let Some((rank, k)) = best else { break };
+            highest = Some(u64::from(rank));
+            ids[k] = model.merges.merged(rank);
             ids.remove(k + 1);
             left.push(ids[0]);
             right.push(ids[ids.len() - 1]);

@@ -96,56 +96,91 @@ impl PreTokenizer {
         PreTokenizer { stages }
     }
 
-    /// Splits `text` into pre-tokens, calling `emit(start, end)` (byte offsets into `text`) for each
-    /// one, in order.
-    pub(crate) fn split(&self, text: &str, emit: &mut dyn FnMut(usize, usize)) {
+    /// Splits `text` into pre-tokens, calling `sink.piece(start, end)` (byte offsets into `text`)
+    /// for each one, in order.
+    pub(crate) fn split<S: Sink>(&self, text: &str, sink: &mut S) {
         if text.is_empty() {
             return;
         }
         let classes = Classes::get();
-        self.split_from(0, classes, text, 0, emit);
+        self.split_from(0, classes, text, 0, sink);
     }
 
-    fn split_from(&self, depth: usize, c: Classes, text: &str, base: usize, emit: &mut dyn FnMut(usize, usize)) {
+    /// Generic over the sink, whose `piece` is inlined into the last stage's scanner loop: the
+    /// scanner and the caller's per-pre-token work compile into one loop, with no call per piece.
+    fn split_from<S: Sink>(&self, depth: usize, c: Classes, text: &str, base: usize, sink: &mut S) {
         let Some(stage) = self.stages.get(depth) else {
-            emit(base, base + text.len());
+            sink.piece(base, base + text.len());
             return;
         };
-        let bytes = text.as_bytes();
-        let last = depth + 1 == self.stages.len();
-        let mut piece = |s: usize, e: usize| {
-            if last {
-                emit(base + s, base + e);
-            } else {
-                self.split_from(depth + 1, c, &text[s..e], base + s, emit);
-            }
-        };
-        match stage {
-            Stage::Cl100k { max_digits: 3 } => scan(bytes, &mut piece, |s, i| cl100k_at::<3>(c, s, i)),
-            Stage::Cl100k { max_digits: 1 } => scan(bytes, &mut piece, |s, i| cl100k_at::<1>(c, s, i)),
-            Stage::Cl100k { max_digits } => {
-                let max = *max_digits;
-                scan(bytes, &mut piece, |s, i| cl100k_at_dyn(c, s, i, max))
-            }
-            Stage::O200k => scan(bytes, &mut piece, |s, i| o200k_at(c, s, i)),
-            Stage::DeepSeek => scan(bytes, &mut piece, |s, i| deepseek_at(c, s, i)),
-            Stage::Gpt2 => scan(bytes, &mut piece, |s, i| gpt2_at(c, s, i)),
-            Stage::Digits => scan(bytes, &mut piece, |s, i| digits_at(c, s, i)),
-            Stage::CjkRun => scan(bytes, &mut piece, cjk_run_at),
-            Stage::Onig(regex) => {
-                let mut prev = 0;
-                for (start, end) in regex.find_iter(text) {
-                    if prev < start {
-                        piece(prev, start);
-                    }
-                    if start < end {
-                        piece(start, end);
-                    }
-                    prev = end;
+        if depth + 1 == self.stages.len() {
+            stage_pieces(stage, c, text, base, sink);
+        } else {
+            let mut next = NextStage { pre: self, depth: depth + 1, c, text, base, sink };
+            stage_pieces(stage, c, text, 0, &mut next);
+        }
+    }
+}
+
+/// Receives pre-tokens.
+pub(crate) trait Sink {
+    /// The pre-token `start..end`.
+    fn piece(&mut self, start: usize, end: usize);
+}
+
+/// Closures are sinks (tests and measurements).
+#[cfg(test)]
+impl<F: FnMut(usize, usize)> Sink for F {
+    fn piece(&mut self, start: usize, end: usize) {
+        self(start, end);
+    }
+}
+
+/// A piece of a stage that is not the last: split further by the next stages.
+struct NextStage<'p, 't, S> {
+    pre: &'p PreTokenizer,
+    depth: usize,
+    c: Classes,
+    text: &'t str,
+    base: usize,
+    sink: &'p mut S,
+}
+
+impl<S: Sink> Sink for NextStage<'_, '_, S> {
+    fn piece(&mut self, start: usize, end: usize) {
+        self.pre.split_from(self.depth, self.c, &self.text[start..end], self.base + start, self.sink);
+    }
+}
+
+/// The pieces of one stage over `text`, reported shifted by `base`.
+#[inline(always)]
+fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, text: &str, base: usize, sink: &mut S) {
+    let bytes = text.as_bytes();
+    match stage {
+        Stage::Cl100k { max_digits: 3 } => scan(bytes, base, sink, |s, i| cl100k_at::<3>(c, s, i)),
+        Stage::Cl100k { max_digits: 1 } => scan(bytes, base, sink, |s, i| cl100k_at::<1>(c, s, i)),
+        Stage::Cl100k { max_digits } => {
+            let max = *max_digits;
+            scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, s, i, max))
+        }
+        Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, s, i)),
+        Stage::DeepSeek => scan(bytes, base, sink, |s, i| deepseek_at(c, s, i)),
+        Stage::Gpt2 => scan(bytes, base, sink, |s, i| gpt2_at(c, s, i)),
+        Stage::Digits => scan(bytes, base, sink, |s, i| digits_at(c, s, i)),
+        Stage::CjkRun => scan(bytes, base, sink, cjk_run_at),
+        Stage::Onig(regex) => {
+            let mut prev = 0;
+            for (start, end) in regex.find_iter(text) {
+                if prev < start {
+                    sink.piece(base + prev, base + start);
                 }
-                if prev < text.len() {
-                    piece(prev, text.len());
+                if start < end {
+                    sink.piece(base + start, base + end);
                 }
+                prev = end;
+            }
+            if prev < text.len() {
+                sink.piece(base + prev, base + text.len());
             }
         }
     }
@@ -153,16 +188,16 @@ impl PreTokenizer {
 
 /// The `Isolated` find-iterate loop: matches and the gaps between them become pieces.
 #[inline(always)]
-fn scan(s: &[u8], piece: &mut impl FnMut(usize, usize), match_at: impl Fn(&[u8], usize) -> Option<usize>) {
+fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, match_at: impl Fn(&[u8], usize) -> Option<usize>) {
     let n = s.len();
     let mut i = 0;
     let mut gap = 0;
     while i < n {
         if let Some(end) = match_at(s, i) {
             if gap < i {
-                piece(gap, i);
+                sink.piece(base + gap, base + i);
             }
-            piece(i, end);
+            sink.piece(base + i, base + end);
             i = end;
             gap = end;
         } else {
@@ -170,7 +205,7 @@ fn scan(s: &[u8], piece: &mut impl FnMut(usize, usize), match_at: impl Fn(&[u8],
         }
     }
     if gap < n {
-        piece(gap, n);
+        sink.piece(base + gap, base + n);
     }
 }
 
@@ -514,7 +549,7 @@ mod tests {
 
     fn pieces(pt: &PreTokenizer, text: &str) -> Vec<String> {
         let mut out = Vec::new();
-        pt.split(text, &mut |s, e| out.push(text[s..e].to_string()));
+        pt.split(text, &mut |s: usize, e: usize| out.push(text[s..e].to_string()));
         out
     }
 

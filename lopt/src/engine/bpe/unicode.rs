@@ -7,9 +7,9 @@
 //! against Oniguruma itself, so a version drift in either crate fails the tests instead of
 //! silently changing tokens.
 //!
-//! The NFC helper [`is_nfc_trivial`] answers "is this text certainly NFC" with the tables of
-//! `unicode-normalization-alignments`, the crate HF normalizes with, so "certainly" means what HF's
-//! own normalizer would do.
+//! The NFC helper [`is_nfc_unchanged`] answers "does NFC change this text" with the tables of
+//! `unicode-normalization-alignments`, the crate HF normalizes with, so the answer is what HF's own
+//! normalizer would do.
 
 use std::sync::OnceLock;
 
@@ -211,22 +211,46 @@ pub(crate) fn init_nfc() {
     let _ = nfc_safe_bmp();
 }
 
-/// Whether NFC leaves `s` unchanged. Fast for ASCII and for text made of starters; otherwise it
-/// runs the normalizer HF runs and compares.
+/// Whether NFC leaves `s` unchanged. Fast for ASCII and for text made of starters; around other
+/// characters it runs the normalizer HF runs on a window and compares.
+///
+/// Why windows suffice: a character with canonical combining class 0 and NFC_Quick_Check=Yes
+/// starts a normalization boundary (it is never reordered, and never composes with what precedes
+/// it: a character that can is NFC_QC=Maybe), so NFC of a text is NFC of its pieces cut before
+/// such characters, concatenated. A window runs from the last such character before a run of
+/// other characters (which may compose with them) to the next one.
 pub(crate) fn is_nfc_unchanged(s: &str) -> bool {
     let bytes = s.as_bytes();
     let safe = nfc_safe_bmp();
+    let is_safe = |cp: u32| cp < 0x10000 && safe[cp as usize / 64] & (1 << (cp % 64)) != 0;
     let mut i = 0;
+    // Where the last safe character starts: a boundary.
+    let mut boundary = 0;
     while i < bytes.len() {
         if bytes[i] < 0x80 {
+            boundary = i;
             i += 1;
             continue;
         }
         let (cp, len) = decode(bytes, i);
-        if cp >= 0x10000 || safe[cp as usize / 64] & (1 << (cp % 64)) == 0 {
-            return is_nfc_slow(s);
+        if is_safe(cp) {
+            boundary = i;
+            i += len;
+            continue;
         }
-        i += len;
+        let mut end = i + len;
+        while end < bytes.len() {
+            let (cp, len) = decode(bytes, end);
+            if is_safe(cp) {
+                break;
+            }
+            end += len;
+        }
+        if !is_nfc_slow(&s[boundary..end]) {
+            return false;
+        }
+        boundary = end;
+        i = end;
     }
     true
 }
@@ -284,6 +308,23 @@ mod tests {
                 bad.len(),
                 &bad[..bad.len().min(8)]
             );
+        }
+    }
+
+    /// The windowed check agrees with normalizing the whole text.
+    #[test]
+    fn nfc_windows_agree_with_whole_text() {
+        let pool: Vec<char> = "ae\u{301}\u{300}\u{316}\u{308}\u{323}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{212b}\u{2126}\u{f900}\u{958}\u{1e9b}\u{344}\u{f6} x한\u{327}C\u{30c}\u{5b0}\u{5bc}🙂\u{1d15e}\u{cb}"
+            .chars()
+            .collect();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..50_000 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let len = 1 + (state % 12) as usize;
+            let text: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
+            assert_eq!(is_nfc_unchanged(&text), is_nfc_slow(&text), "{text:?}");
         }
     }
 

@@ -1,0 +1,259 @@
+//! The pre-token cache: the tokens of pre-tokens already encoded, kept across segments and
+//! documents. Words repeat (in English a few thousand words make most of the text), and a lookup
+//! is far cheaper than merging.
+//!
+//! Each cache belongs to one engine and is used by one thread at a time: the engine keeps a pool
+//! of them and lends one per `encode_segment` call, so there are at most as many as concurrent
+//! calls. A cache is bounded: when it reaches [`MAX_ENTRIES`] words (or its arenas fill up) it
+//! keeps only the words that were looked up again since the last such trim (the frequent ones),
+//! or, when those are too many, starts over. Results never depend on the cache: a cached word's
+//! tokens are the ones the model computes for it.
+//!
+//! Layout: one [`U64Map`] from a key to a packed entry. The key of a word of at most [`SHORT`]
+//! bytes is its bytes (exact); a longer word's key is a hash of its bytes, and its length and
+//! bytes are kept in `keys` to check a hit. A one-token word keeps its id in the entry; others
+//! keep their tokens (id and end within the word) in `tokens`.
+
+use super::table::U64Map;
+
+/// Words up to this many bytes are cached; longer ones are rare and each is merged.
+pub(crate) const MAX_LEN: usize = 48;
+/// Words of at most this many bytes are keyed by their bytes packed in a `u64`.
+const SHORT: usize = 7;
+/// Entries before the cache is emptied.
+const MAX_ENTRIES: usize = 1 << 16;
+/// Stored tokens before the cache is emptied.
+const MAX_TOKENS: usize = 1 << 21;
+/// Stored key bytes before the cache is emptied (their index must fit in 21 bits).
+const MAX_KEY_BYTES: usize = 1 << 21;
+
+/// Entry bits: the low 32 bits are the token id ([`INLINE`]) or the index of the word's first
+/// token in `tokens`.
+const COUNT_SHIFT: u32 = 32;
+/// The id is in the entry itself.
+const INLINE: u64 = 1 << 40;
+/// Some token ends inside a UTF-8 character: offsets must be widened to character boundaries.
+const SPLITS_CHAR: u64 = 1 << 41;
+/// Looked up since the cache was last trimmed.
+const USED: u64 = 1 << 42;
+/// For a hashed key: where the word's length byte and bytes start in `keys` is in bits 43..64.
+const KEY_AT_SHIFT: u32 = 43;
+
+/// A cached word: its tokens as `(id, end within the word)`.
+pub(crate) enum Hit<'c> {
+    One(u32),
+    Many(&'c [(u32, u32)]),
+}
+
+#[derive(Default)]
+pub(crate) struct WordCache {
+    map: Option<U64Map>,
+    tokens: Vec<(u32, u32)>,
+    /// The bytes of hashed words.
+    keys: Vec<u8>,
+}
+
+/// The key of the word `text[start..end]` (1..=[`MAX_LEN`] bytes): packed bytes with the
+/// length in the top byte for short words (so no two lengths collide and the key is never
+/// [`super::table::EMPTY`]); a hash with the top bit set and the next one clear for longer words.
+#[inline(always)]
+pub(crate) fn key(text: &[u8], start: usize, end: usize) -> u64 {
+    let len = end - start;
+    if len <= SHORT {
+        // One unaligned load and a mask where 8 bytes are readable (a byte-wise copy into a
+        // buffer costs a call and a store-forwarding stall on every word).
+        let packed = match text.get(start..start + 8) {
+            Some(eight) => {
+                let mut buf = [0u8; 8];
+                buf.copy_from_slice(eight);
+                u64::from_le_bytes(buf) & ((1u64 << (8 * len)) - 1)
+            }
+            None => text[start..end].iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b)),
+        };
+        return packed | (len as u64) << 56;
+    }
+    let word = &text[start..end];
+    let mut h = len as u64;
+    let mut chunks = word.chunks_exact(8);
+    for chunk in &mut chunks {
+        let mut buf = [0u8; 8];
+        buf.copy_from_slice(chunk);
+        h = (h ^ u64::from_le_bytes(buf)).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(26);
+    }
+    let rest = chunks.remainder();
+    let last = match text.get(end - 8..end) {
+        // The last 8 bytes of the word, shifted so that only the remainder is left.
+        Some(tail) if !rest.is_empty() => {
+            let mut buf = [0u8; 8];
+            buf.copy_from_slice(tail);
+            u64::from_le_bytes(buf) >> (8 * (8 - rest.len()))
+        }
+        _ => rest.iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b)),
+    };
+    h = (h ^ last).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    h ^= h >> 32;
+    (h | 1 << 63) & !(1 << 62)
+}
+
+/// `a == b` for slices of equal length, 8 bytes at a time (no call to `memcmp` for these short
+/// words).
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    for (p, q) in (&mut x).zip(&mut y) {
+        if p != q {
+            return false;
+        }
+    }
+    x.remainder() == y.remainder()
+}
+
+impl WordCache {
+    fn map(&mut self) -> &mut U64Map {
+        self.map.get_or_insert_with(|| U64Map::with_capacity(4096))
+    }
+
+    /// The tokens of `word`, whose key is `key`, when cached.
+    #[inline(always)]
+    pub(crate) fn get(&mut self, key: u64, word: &[u8]) -> Option<(Hit<'_>, bool)> {
+        let map = self.map.as_mut()?;
+        let (at, entry) = map.find(key)?;
+        if key >> 63 != 0 {
+            let from = (entry >> KEY_AT_SHIFT) as usize;
+            let kept = self.keys.get(from + 1..from + 1 + word.len());
+            if self.keys.get(from) != Some(&(word.len() as u8)) || !kept.is_some_and(|kept| same(kept, word)) {
+                return None;
+            }
+        }
+        if entry & USED == 0 {
+            map.set_at(at, entry | USED);
+        }
+        let splits = entry & SPLITS_CHAR != 0;
+        let data = entry as u32;
+        if entry & INLINE != 0 {
+            return Some((Hit::One(data), splits));
+        }
+        let count = (entry >> COUNT_SHIFT) as u8;
+        let from = data as usize;
+        let tokens = self.tokens.get(from..from + usize::from(count))?;
+        Some((Hit::Many(tokens), splits))
+    }
+
+    /// Remembers the tokens of `word` (at most [`MAX_LEN`] bytes, keyed `key`, not cached):
+    /// `(id, end)`.
+    pub(crate) fn insert(&mut self, key: u64, word: &[u8], tokens: &[(u32, u32)]) {
+        let len = self.map.as_ref().map_or(0, U64Map::len);
+        if len >= MAX_ENTRIES
+            || self.tokens.len() + MAX_LEN >= MAX_TOKENS
+            || self.keys.len() + MAX_LEN + 1 >= MAX_KEY_BYTES
+        {
+            self.trim();
+        }
+        let splits = tokens.iter().any(|&(_, end)| word.get(end as usize).is_some_and(|&b| (b as i8) < -0x40));
+        let entry = if splits { SPLITS_CHAR } else { 0 };
+        self.insert_entry(key, word, tokens, entry);
+    }
+
+    fn insert_entry(&mut self, key: u64, word: &[u8], tokens: &[(u32, u32)], mut entry: u64) {
+        if key >> 63 != 0 {
+            if self.map.as_ref().is_some_and(|m| m.get(key).is_some()) {
+                // Another word with the same hash: keep the first.
+                return;
+            }
+            entry |= (self.keys.len() as u64) << KEY_AT_SHIFT;
+            self.keys.push(word.len() as u8);
+            self.keys.extend_from_slice(word);
+        }
+        match tokens {
+            [(id, _)] => entry |= INLINE | u64::from(*id),
+            _ => {
+                entry |= (tokens.len() as u64) << COUNT_SHIFT | self.tokens.len() as u64;
+                self.tokens.extend_from_slice(tokens);
+            }
+        }
+        self.map().insert(key, entry);
+    }
+
+    /// Keeps the words looked up since the last trim, or nothing when they fill half the cache.
+    fn trim(&mut self) {
+        let Some(old) = self.map.take() else { return };
+        let old_tokens = std::mem::take(&mut self.tokens);
+        let old_keys = std::mem::take(&mut self.keys);
+        let used = old.iter().filter(|&(_, entry)| entry & USED != 0).count();
+        if used > MAX_ENTRIES / 2 {
+            return;
+        }
+        self.map = Some(U64Map::with_capacity(MAX_ENTRIES));
+        let mut inline = [(0u32, 0u32)];
+        for (key, entry) in old.iter().filter(|&(_, entry)| entry & USED != 0) {
+            let word = if key >> 63 != 0 {
+                let from = (entry >> KEY_AT_SHIFT) as usize;
+                let len = old_keys.get(from).map_or(0, |&l| usize::from(l));
+                old_keys.get(from + 1..from + 1 + len).unwrap_or_default()
+            } else {
+                &[]
+            };
+            let tokens = if entry & INLINE != 0 {
+                inline[0].0 = entry as u32;
+                &inline[..]
+            } else {
+                let from = entry as u32 as usize;
+                let count = usize::from((entry >> COUNT_SHIFT) as u8);
+                old_tokens.get(from..from + count).unwrap_or_default()
+            };
+            self.insert_entry(key, word, tokens, entry & SPLITS_CHAR);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Whatever the cache returns is what was stored for that very word, through trims and
+    /// hash keys; words looked up again survive a trim.
+    #[test]
+    fn returns_only_what_was_stored() {
+        let mut cache = WordCache::default();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        // Each word's tokens are a function of its bytes, so any stale or foreign hit shows.
+        let tokens_of = |word: &[u8]| -> Vec<(u32, u32)> {
+            let h = word.iter().fold(7u32, |h, &b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+            (1..=word.len() as u32).step_by(1 + (h % 3) as usize).map(|end| (h ^ end, end)).collect()
+        };
+        let frequent = b" the".to_vec();
+        let mut text = Vec::new();
+        for round in 0..(3 * MAX_ENTRIES) {
+            let len = 1 + (next() % MAX_LEN as u64) as usize;
+            let word: Vec<u8> =
+                if round % 5 == 0 { frequent.clone() } else { (0..len).map(|_| b'a' + (next() % 3) as u8).collect() };
+            text.clear();
+            text.extend_from_slice(&word);
+            text.extend_from_slice(b"tail");
+            let key = key(&text, 0, word.len());
+            let expected = tokens_of(&word);
+            match cache.get(key, &word) {
+                Some((Hit::One(id), _)) => assert_eq!(vec![id], expected.iter().map(|t| t.0).collect::<Vec<_>>()),
+                Some((Hit::Many(tokens), _)) => assert_eq!(tokens, &expected[..]),
+                None => {
+                    assert!(round < 5 || word != frequent, "the frequent word was dropped");
+                    cache.insert(key, &word, &expected);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn keys_of_short_words_are_their_bytes() {
+        assert_ne!(key(b"ab", 0, 1), key(b"ab", 0, 2));
+        assert_eq!(key(b"xabcdefghij", 1, 3), key(b"ab", 0, 2));
+        assert_eq!(key(b"abcdefghijkl", 0, 10), key(b"abcdefghij", 0, 10));
+        assert_ne!(key(b"abcdefghij", 0, 10), key(b"abcdefghik", 0, 10));
+    }
+}
