@@ -42,7 +42,10 @@ mod tokenizer;
 pub use encoding::{Difference, Encoding};
 pub use engine::EngineKind;
 pub use error::{Error, ErrorKind};
-pub use tokenizer::{Parallelism, Tokenizer, TokenizerBuilder};
+pub use tokenizer::{
+    Parallelism, Tokenizer, TokenizerBuilder, DEFAULT_MIN_PARALLEL_BYTES, DEFAULT_MIN_PARALLEL_BYTES_HF,
+    DEFAULT_OVERLAP,
+};
 
 /// The HuggingFace `tokenizers` crate that lopt is exact against (re-exported so that callers can
 /// build the reference tokenizer from the very same version).

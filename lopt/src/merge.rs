@@ -10,6 +10,7 @@
 //! the hot path: copying half a million tokens sequentially would cost as much as tokenizing them
 //! with a native engine on one more core.
 
+use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
@@ -75,83 +76,164 @@ pub(crate) fn assemble(starts: &[usize], segments: Vec<Segment>, layout: &Layout
     let (prefix, suffix) = (layout.prefix.len(), layout.suffix.len());
     let text_tokens: usize = segments.iter().map(|s| s.ids.len()).sum();
     let n = prefix + text_tokens + suffix;
-    let mut encoding = Encoding {
-        ids: vec![0; n],
-        type_ids: vec![layout.type_id; n],
-        tokens: Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() },
-        offsets: vec![(0, 0); n],
-        word_ids: vec![None; n],
-        special_tokens_mask: vec![0; n],
-        attention_mask: vec![1; n],
-        overflowing: Vec::new(),
-    };
-    for (i, &(id, type_id)) in layout.prefix.iter().chain(layout.suffix).enumerate() {
-        let at = if i < prefix { i } else { prefix + text_tokens + (i - prefix) };
-        encoding.ids[at] = id;
-        encoding.type_ids[at] = type_id;
-        encoding.special_tokens_mask[at] = 1;
+    // The columns are written once each, without zeroing them first: zeroing megabytes on the
+    // calling thread (and taking its page faults there) cost as much as the parallel part.
+    let mut columns = Columns::with_capacity(n);
+    let (mut head, rest) = columns.spare().split_at(prefix);
+    let (mut text, mut tail) = rest.split_at(text_tokens);
+    for (i, &(id, type_id)) in layout.prefix.iter().enumerate() {
+        head.write(i, id, type_id, (0, 0), None, 1);
+    }
+    for (i, &(id, type_id)) in layout.suffix.iter().enumerate() {
+        tail.write(i, id, type_id, (0, 0), None, 1);
     }
 
-    let strings = segments.iter().all(|s| s.tokens.len() == s.ids.len()) && text_tokens > 0;
     let mut jobs = Vec::with_capacity(segments.len());
-    let (mut ids, mut offsets, mut word_ids) = (
-        &mut encoding.ids[prefix..prefix + text_tokens],
-        &mut encoding.offsets[prefix..prefix + text_tokens],
-        &mut encoding.word_ids[prefix..prefix + text_tokens],
-    );
     let (mut words_before, mut first_token) = (0, 0);
     for (segment, &start) in segments.iter().zip(starts) {
         let len = segment.ids.len();
-        let (ids_here, ids_rest) = std::mem::take(&mut ids).split_at_mut(len);
-        let (offsets_here, offsets_rest) = std::mem::take(&mut offsets).split_at_mut(len);
-        let (words_here, words_rest) = std::mem::take(&mut word_ids).split_at_mut(len);
-        (ids, offsets, word_ids) = (ids_rest, offsets_rest, words_rest);
-        jobs.push((segment, start, words_before, first_token, ids_here, offsets_here, words_here));
+        let (here, rest) = text.split_at(len);
+        text = rest;
+        jobs.push((segment, start, words_before, first_token, here));
         words_before += segment.words;
         first_token += len;
     }
-    jobs.into_par_iter().for_each(|(segment, start, words_before, first_token, ids, offsets, words)| {
-        ids.copy_from_slice(&segment.ids);
-        for (out, &(s, e)) in offsets.iter_mut().zip(&segment.offsets) {
-            *out = (s + start, e + start);
-        }
-        for (out, &w) in words.iter_mut().zip(&segment.word_ids) {
-            *out = Some(w + words_before);
-        }
-        if let Some(trim) = &layout.trim {
-            trim_offsets(trim, ids, offsets, first_token);
+    jobs.into_par_iter().for_each(|(segment, start, words_before, first_token, mut out)| {
+        for (i, ((&id, &(s, e)), &w)) in segment.ids.iter().zip(&segment.offsets).zip(&segment.word_ids).enumerate() {
+            let mut offsets = (s + start, e + start);
+            if let Some(trim) = &layout.trim {
+                trim_offsets(trim, id, &mut offsets, first_token + i);
+            }
+            out.write(i, id, layout.type_id, offsets, Some(w + words_before), 0);
         }
     });
-
-    if strings {
+    // SAFETY: `head`, the segments' slices and `tail` partition the `n` spare slots of every
+    // column, and each slot of each was written above (the segments' vectors have equal lengths,
+    // `Segment`'s invariant, so every `i` below `len` was written).
+    let encoding_columns = unsafe { columns.assume_init(n) };
+    let strings = segments.iter().all(|s| s.tokens.len() == s.ids.len()) && text_tokens > 0;
+    let tokens = if strings {
         let mut all = Vec::with_capacity(n);
         all.extend(layout.prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
         all.extend(segments.into_iter().flat_map(|s| s.tokens));
         all.extend(layout.suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        encoding.tokens = Tokens::Owned(all);
-    }
-    encoding
+        Tokens::Owned(all)
+    } else {
+        Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() }
+    };
+    let (ids, type_ids, offsets, word_ids, special_tokens_mask, attention_mask) = encoding_columns;
+    Encoding { ids, type_ids, tokens, offsets, word_ids, special_tokens_mask, attention_mask, overflowing: Vec::new() }
 }
 
-/// HF's `process_offsets` over one segment's tokens; `first_token` is the index of the first of
-/// them among the text's tokens.
-fn trim_offsets(trim: &Trim<'_>, ids: &[u32], offsets: &mut [(usize, usize)], first_token: usize) {
-    for (i, (&id, offsets)) in ids.iter().zip(offsets.iter_mut()).enumerate() {
-        let (leading, trailing) = usize::try_from(id)
-            .ok()
-            .and_then(|i| trim.spaces.get(i))
-            .map_or((0, 0), |&(l, t)| (usize::from(l), usize::from(t)));
-        let mut leading = leading;
-        if leading > 0 {
-            let is_first = (trim.first_is_index_zero && first_token + i == 0) || offsets.0 == 0;
-            if is_first && trim.add_prefix_space && leading == 1 {
-                leading = 0;
-            }
-            offsets.0 = (offsets.0 + leading).min(offsets.1);
+/// The per-token columns of an encoding under construction.
+struct Columns {
+    ids: Vec<u32>,
+    type_ids: Vec<u32>,
+    offsets: Vec<(usize, usize)>,
+    word_ids: Vec<Option<u32>>,
+    special_tokens_mask: Vec<u32>,
+    attention_mask: Vec<u32>,
+}
+
+type Finished = (Vec<u32>, Vec<u32>, Vec<(usize, usize)>, Vec<Option<u32>>, Vec<u32>, Vec<u32>);
+
+impl Columns {
+    fn with_capacity(n: usize) -> Self {
+        Columns {
+            ids: Vec::with_capacity(n),
+            type_ids: Vec::with_capacity(n),
+            offsets: Vec::with_capacity(n),
+            word_ids: Vec::with_capacity(n),
+            special_tokens_mask: Vec::with_capacity(n),
+            attention_mask: Vec::with_capacity(n),
         }
-        if trailing > 0 && offsets.1 >= trailing {
-            offsets.1 = (offsets.1 - trailing).max(offsets.0);
+    }
+
+    /// The uninitialized slots of every column.
+    fn spare(&mut self) -> Slots<'_> {
+        Slots {
+            ids: self.ids.spare_capacity_mut(),
+            type_ids: self.type_ids.spare_capacity_mut(),
+            offsets: self.offsets.spare_capacity_mut(),
+            word_ids: self.word_ids.spare_capacity_mut(),
+            special_tokens_mask: self.special_tokens_mask.spare_capacity_mut(),
+            attention_mask: self.attention_mask.spare_capacity_mut(),
         }
+    }
+
+    /// # Safety
+    /// The first `n` slots of every column must have been written through [`Columns::spare`].
+    unsafe fn assume_init(mut self, n: usize) -> Finished {
+        // SAFETY: the caller guarantees the first `n` slots are initialized, and `n` is within
+        // the capacity every column was created with.
+        unsafe {
+            self.ids.set_len(n);
+            self.type_ids.set_len(n);
+            self.offsets.set_len(n);
+            self.word_ids.set_len(n);
+            self.special_tokens_mask.set_len(n);
+            self.attention_mask.set_len(n);
+        }
+        (self.ids, self.type_ids, self.offsets, self.word_ids, self.special_tokens_mask, self.attention_mask)
+    }
+}
+
+/// Disjoint windows of uninitialized slots, one per column, all of the same length.
+struct Slots<'a> {
+    ids: &'a mut [MaybeUninit<u32>],
+    type_ids: &'a mut [MaybeUninit<u32>],
+    offsets: &'a mut [MaybeUninit<(usize, usize)>],
+    word_ids: &'a mut [MaybeUninit<Option<u32>>],
+    special_tokens_mask: &'a mut [MaybeUninit<u32>],
+    attention_mask: &'a mut [MaybeUninit<u32>],
+}
+
+impl<'a> Slots<'a> {
+    fn split_at(self, mid: usize) -> (Slots<'a>, Slots<'a>) {
+        let (ids, ids_rest) = self.ids.split_at_mut(mid);
+        let (type_ids, type_rest) = self.type_ids.split_at_mut(mid);
+        let (offsets, offsets_rest) = self.offsets.split_at_mut(mid);
+        let (word_ids, words_rest) = self.word_ids.split_at_mut(mid);
+        let (special, special_rest) = self.special_tokens_mask.split_at_mut(mid);
+        let (attention, attention_rest) = self.attention_mask.split_at_mut(mid);
+        (
+            Slots { ids, type_ids, offsets, word_ids, special_tokens_mask: special, attention_mask: attention },
+            Slots {
+                ids: ids_rest,
+                type_ids: type_rest,
+                offsets: offsets_rest,
+                word_ids: words_rest,
+                special_tokens_mask: special_rest,
+                attention_mask: attention_rest,
+            },
+        )
+    }
+
+    fn write(&mut self, i: usize, id: u32, type_id: u32, offsets: (usize, usize), word: Option<u32>, special: u32) {
+        self.ids[i].write(id);
+        self.type_ids[i].write(type_id);
+        self.offsets[i].write(offsets);
+        self.word_ids[i].write(word);
+        self.special_tokens_mask[i].write(special);
+        self.attention_mask[i].write(1);
+    }
+}
+
+/// HF's `process_offsets` for one token; `index` is its position among the text's tokens.
+fn trim_offsets(trim: &Trim<'_>, id: u32, offsets: &mut (usize, usize), index: usize) {
+    let (mut leading, trailing) = usize::try_from(id)
+        .ok()
+        .and_then(|i| trim.spaces.get(i))
+        .map_or((0, 0), |&(l, t)| (usize::from(l), usize::from(t)));
+    if leading > 0 {
+        let is_first = (trim.first_is_index_zero && index == 0) || offsets.0 == 0;
+        if is_first && trim.add_prefix_space && leading == 1 {
+            leading = 0;
+        }
+        offsets.0 = (offsets.0 + leading).min(offsets.1);
+    }
+    if trailing > 0 && offsets.1 >= trailing {
+        offsets.1 = (offsets.1 - trailing).max(offsets.0);
     }
 }
 

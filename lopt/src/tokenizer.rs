@@ -18,9 +18,14 @@ use crate::error::{one_line, Error, ErrorKind, Result};
 use crate::post::Finisher;
 use crate::split::plan;
 
-/// Texts shorter than this many bytes are encoded in one piece by default: below it, handing
-/// chunks to threads costs more than it saves (see `docs/benchmarks.md`).
+/// Texts shorter than this many bytes are encoded in one piece by default with a native engine:
+/// below it, handing chunks to threads costs more than it saves (crossover measured between 8 and
+/// 16 KiB, `docs/benchmarks.md`). The HF engine is ~40 times slower per byte, so its crossover
+/// is much lower: [`DEFAULT_MIN_PARALLEL_BYTES_HF`].
 pub const DEFAULT_MIN_PARALLEL_BYTES: usize = 16 * 1024;
+
+/// The parallel threshold with the HF engine (parallel already pays at 2 KiB).
+pub const DEFAULT_MIN_PARALLEL_BYTES_HF: usize = 2 * 1024;
 
 /// Default search window around each chunk boundary, in bytes.
 pub const DEFAULT_OVERLAP: usize = 4096;
@@ -44,7 +49,7 @@ pub struct TokenizerBuilder {
     threads: Option<usize>,
     chunk_size: Option<usize>,
     overlap: usize,
-    min_parallel_bytes: usize,
+    min_parallel_bytes: Option<usize>,
     engine: EngineKind,
 }
 
@@ -56,13 +61,14 @@ impl Default for TokenizerBuilder {
 
 impl TokenizerBuilder {
     /// Defaults: one thread per core, chunk length = text length / threads, a 4 KiB search
-    /// window, texts under 16 KiB encoded whole, automatic engine choice.
+    /// window, texts under 16 KiB (2 KiB with the HF engine) encoded whole, automatic engine
+    /// choice.
     pub fn new() -> Self {
         TokenizerBuilder {
             threads: None,
             chunk_size: None,
             overlap: DEFAULT_OVERLAP,
-            min_parallel_bytes: DEFAULT_MIN_PARALLEL_BYTES,
+            min_parallel_bytes: None,
             engine: EngineKind::Auto,
         }
     }
@@ -87,9 +93,10 @@ impl TokenizerBuilder {
         self
     }
 
-    /// Texts shorter than this are encoded in one piece.
+    /// Texts shorter than this are encoded in one piece (default: 16 KiB with a native engine,
+    /// 2 KiB with the HF engine, where parallel work pays off sooner).
     pub fn min_parallel_bytes(mut self, bytes: usize) -> Self {
-        self.min_parallel_bytes = bytes;
+        self.min_parallel_bytes = Some(bytes);
         self
     }
 
@@ -152,6 +159,7 @@ impl TokenizerBuilder {
             .thread_name(|i| format!("lopt-{i}"))
             .build()
             .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
+        let engine_is_hf = engine.name() == "hf";
         Ok(Tokenizer {
             finisher: Finisher::new(Arc::clone(&hf), &json),
             hf,
@@ -163,7 +171,11 @@ impl TokenizerBuilder {
             threads,
             chunk_size: self.chunk_size,
             overlap: self.overlap,
-            min_parallel_bytes: self.min_parallel_bytes,
+            min_parallel_bytes: self.min_parallel_bytes.unwrap_or(if engine_is_hf {
+                DEFAULT_MIN_PARALLEL_BYTES_HF
+            } else {
+                DEFAULT_MIN_PARALLEL_BYTES
+            }),
         })
     }
 }

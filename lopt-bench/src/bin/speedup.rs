@@ -31,6 +31,9 @@ struct Args {
     /// Cut each document to this many bytes.
     #[arg(long, default_value_t = usize::MAX)]
     max_bytes: usize,
+    /// Chunk length in bytes for lopt (default: text length / threads).
+    #[arg(long)]
+    chunk_size: Option<usize>,
     /// Engines to compare with HF sequential: hf, native.
     #[arg(long, default_value = "hf")]
     engines: Vec<String>,
@@ -58,7 +61,11 @@ fn main() -> anyhow::Result<()> {
                 "native" => EngineKind::Native,
                 other => bail!("unknown engine {other}"),
             };
-            let lopt = TokenizerBuilder::new().threads(args.threads).engine(kind).build_from_file(&path)?;
+            let mut builder = TokenizerBuilder::new().threads(args.threads).engine(kind);
+            if let Some(chunk) = args.chunk_size {
+                builder = builder.chunk_size(chunk);
+            }
+            let lopt = builder.build_from_file(&path)?;
             reference.encode_sequential(&warm[0], true)?;
             lopt.encode(&warm[0], true)?;
             let (mut ratios, mut hf_total, mut lopt_total) = (Vec::new(), 0.0, 0.0);
