@@ -9,10 +9,8 @@ use std::io::BufRead;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
-
-/// Every fixture tokenizer, by folder name.
-pub const FIXTURES: &[&str] =
-    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "bert-base-uncased", "bert-base-cased"];
+// Fixture lookup is shared with the test suite, so that both find the same files.
+use lopt_tests::{fixture, shared_dir, FIXTURES};
 
 /// The corpora of the shared folder, by file stem.
 pub const CORPORA: &[&str] = &["leval", "en_verylong", "zh_long", "mixed_hard"];
@@ -28,24 +26,6 @@ pub struct Doc {
 pub struct Corpus {
     pub name: String,
     pub docs: Vec<Doc>,
-}
-
-/// The workspace root (compile-time: this is a development tool run from its checkout).
-pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
-}
-
-/// The shared folder: `$LOPT_SHARED` or `../shared` beside the workspace.
-pub fn shared_dir() -> PathBuf {
-    std::env::var_os("LOPT_SHARED").map(PathBuf::from).unwrap_or_else(|| workspace_root().join("../shared"))
-}
-
-/// The `tokenizer.json` of fixture `name`, if present.
-pub fn fixture(name: &str) -> Option<PathBuf> {
-    [shared_dir().join("tokenizers"), workspace_root().join("fixtures/tokenizers")]
-        .into_iter()
-        .map(|dir| dir.join(name).join("tokenizer.json"))
-        .find(|p| p.is_file())
 }
 
 /// A tokenizer argument (a path or a fixture name) as `(label, path)`.
