@@ -9,7 +9,9 @@
 //! both lookups.
 //!
 //! Invariants: unit 0 is the root and the child of no node; a unit belongs to the node named by
-//! its `check`; `NONE` marks a free unit, and a node that ends no vocabulary entry.
+//! its `check`; `NONE` marks a free unit (as its `check`) and a node that ends no vocabulary entry
+//! (as its value); a unit's `TERMINAL` bit is set exactly when its value is not `NONE`; bases stay
+//! below `TERMINAL` (that many units would be 16 GiB).
 
 use std::collections::HashMap;
 
@@ -17,20 +19,26 @@ const NONE: u32 = u32::MAX;
 
 /// A byte trie of the vocabulary, as a double array: the child of `node` by byte `b` is
 /// `units[node].base + b` when that unit's `check` is `node`.
+///
+/// Units are 8 bytes (the vocabulary ids live apart, read once per token) so that more of the
+/// trie stays in cache: the walk is bound by the load of each child's `check`.
 #[derive(Debug)]
 struct Trie {
     units: Vec<Unit>,
+    /// Vocabulary id ending at each unit (`NONE` if none).
+    values: Vec<u32>,
 }
 
 #[derive(Clone, Copy, Debug)]
 struct Unit {
     /// Parent node (`NONE` for a free unit; the root is its own parent).
     check: u32,
-    /// Where this node's children start.
+    /// Where this node's children start, and [`TERMINAL`] when a vocabulary entry ends here.
     base: u32,
-    /// Vocabulary id ending here (`NONE` if none).
-    value: u32,
 }
+
+/// The bit of `Unit::base` marking a node that ends a vocabulary entry.
+const TERMINAL: u32 = 1 << 31;
 
 /// The free units of a double array under construction, doubly linked in index order.
 struct FreeList {
@@ -47,11 +55,12 @@ impl FreeList {
     }
 
     /// Appends `n` free units; returns the first.
-    fn grow(&mut self, units: &mut Vec<Unit>, n: usize) -> u32 {
+    fn grow(&mut self, units: &mut Vec<Unit>, values: &mut Vec<u32>, n: usize) -> u32 {
         let first = units.len() as u32;
         for _ in 0..n {
             let i = units.len() as u32;
-            units.push(Unit { check: NONE, base: 0, value: NONE });
+            units.push(Unit { check: NONE, base: 0 });
+            values.push(NONE);
             self.next.push(NONE);
             self.prev.push(self.tail);
             if self.tail == NONE {
@@ -102,7 +111,8 @@ impl Trie {
             }
             values[node] = id;
         }
-        let mut units = vec![Unit { check: 0, base: 0, value: values[0] }];
+        let mut units = vec![Unit { check: 0, base: 0 }];
+        let mut unit_values = vec![values[0]];
         let mut free = FreeList::new(units.len());
         // Plain node -> double-array index; breadth first from the root.
         let mut index = vec![0u32; kids.len()];
@@ -119,7 +129,7 @@ impl Trie {
             let mut f = free.head;
             let base = loop {
                 if f == NONE {
-                    f = free.grow(&mut units, 256);
+                    f = free.grow(&mut units, &mut unit_values, 256);
                     continue;
                 }
                 let candidate = f as usize;
@@ -135,24 +145,30 @@ impl Trie {
                 f = free.next[candidate];
             };
             while units.len() <= base + highest {
-                free.grow(&mut units, 256);
+                free.grow(&mut units, &mut unit_values, 256);
             }
             let at = index[node] as usize;
-            units[at].base = base as u32;
+            units[at].base |= base as u32;
             for &(l, child) in edges.iter() {
                 let slot = base + usize::from(l);
                 free.remove(slot);
-                units[slot] = Unit { check: at as u32, base: 0, value: values[child as usize] };
+                let value = values[child as usize];
+                let terminal = if value == NONE { 0 } else { TERMINAL };
+                units[slot] = Unit { check: at as u32, base: terminal };
+                unit_values[slot] = value;
                 index[child as usize] = slot as u32;
                 queue.push_back(child as usize);
             }
         }
-        Trie { units }
+        if values[0] != NONE {
+            units[0].base |= TERMINAL;
+        }
+        Trie { units, values: unit_values }
     }
 
     #[inline]
     fn child(&self, node: u32, b: u8) -> u32 {
-        let slot = self.units[node as usize].base as usize + usize::from(b);
+        let slot = (self.units[node as usize].base & !TERMINAL) as usize + usize::from(b);
         match self.units.get(slot) {
             Some(u) if u.check == node && slot != 0 => slot as u32,
             _ => NONE,
@@ -173,18 +189,17 @@ impl Trie {
     /// The longest entry below `node` that is a prefix of `bytes`: (length, id).
     #[inline]
     fn longest(&self, mut node: u32, bytes: &[u8]) -> Option<(usize, u32)> {
-        let mut best = None;
+        let (mut len, mut at) = (0, NONE);
         for (i, &b) in bytes.iter().enumerate() {
             node = self.child(node, b);
             if node == NONE {
                 break;
             }
-            let id = self.units[node as usize].value;
-            if id != NONE {
-                best = Some((i + 1, id));
+            if self.units[node as usize].base & TERMINAL != 0 {
+                (len, at) = (i + 1, node);
             }
         }
-        best
+        (at != NONE).then(|| (len, self.values[at as usize]))
     }
 }
 
@@ -277,15 +292,16 @@ impl WordPiece {
         mut emit: impl FnMut(u32, usize, usize),
     ) -> Result<(), MissingUnk> {
         if chars <= self.max_chars {
-            // Fast path: the whole word is one entry.
-            if let Some((len, id)) = self.trie.longest(0, word) {
-                if len == word.len() {
+            match self.trie.longest(0, word) {
+                // Fast path: the whole word is one entry.
+                Some((len, id)) if len == word.len() => {
                     emit(id, 0, len);
                     return Ok(());
                 }
-            }
-            if self.split(word, &mut emit) {
-                return Ok(());
+                Some(first) if self.split(word, first, &mut emit) => return Ok(()),
+                // An empty word has no tokens (HF's loop never runs).
+                None if word.is_empty() => return Ok(()),
+                _ => {}
             }
         }
         let unk = self.unk.ok_or(MissingUnk)?;
@@ -293,18 +309,20 @@ impl WordPiece {
         Ok(())
     }
 
-    /// Greedy split; `false` (nothing emitted) when some position matches no entry.
-    fn split(&self, word: &[u8], emit: &mut impl FnMut(u32, usize, usize)) -> bool {
+    /// Greedy split after the first piece `(length, id)`; `false` (nothing emitted) when some
+    /// position matches no entry.
+    fn split(&self, word: &[u8], first: (usize, u32), emit: &mut impl FnMut(u32, usize, usize)) -> bool {
         // Matches are collected first: HF emits nothing but [UNK] for a word that fails midway.
         let mut found: [(u32, u32, u32); 24] = [(0, 0, 0); 24];
-        let mut n = 0;
+        found[0] = (first.1, 0, first.0 as u32);
+        let mut n = 1;
         let mut overflow: Vec<(u32, u32, u32)> = Vec::new();
-        let mut start = 0;
+        let mut start = first.0;
+        let node = self.continuation;
+        if node == NONE {
+            return false;
+        }
         while start < word.len() {
-            let node = if start == 0 { 0 } else { self.continuation };
-            if node == NONE {
-                return false;
-            }
             let Some((len, id)) = self.trie.longest(node, &word[start..]) else { return false };
             let piece = (id, start as u32, (start + len) as u32);
             if n < found.len() {

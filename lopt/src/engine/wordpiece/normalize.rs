@@ -112,7 +112,9 @@ pub(super) struct Bert {
     cache: Box<[AtomicU32]>,
     /// Kind of each ASCII byte, computed up front.
     ascii: [Kind; 128],
-    ascii_word: [bool; 128],
+    /// Per byte: an ASCII word character that maps to one byte; `false` for every byte >= 0x80,
+    /// so that scanning a run needs one lookup per byte.
+    ascii_word: [bool; 256],
 }
 
 impl std::fmt::Debug for Bert {
@@ -157,7 +159,7 @@ fn unpack(v: u32) -> Option<Kind> {
 impl Bert {
     pub(super) fn new(options: BertOptions) -> Bert {
         let cache = (0..0x10000).map(|_| AtomicU32::new(0)).collect();
-        let mut bert = Bert { options, cache, ascii: [Kind::Other; 128], ascii_word: [false; 128] };
+        let mut bert = Bert { options, cache, ascii: [Kind::Other; 128], ascii_word: [false; 256] };
         for b in 0..128u8 {
             let kind = bert.compute_kind(char::from(b));
             bert.ascii[usize::from(b)] = kind;
@@ -179,11 +181,11 @@ impl Bert {
         self.ascii[usize::from(b & 0x7f)]
     }
 
-    /// Whether an ASCII byte is a word character that maps to one byte (its lowercase, when
+    /// Whether a byte is an ASCII word character that maps to one byte (its lowercase, when
     /// lowercasing).
     #[inline]
     pub(super) fn ascii_is_word(&self, b: u8) -> bool {
-        self.ascii_word[usize::from(b & 0x7f)]
+        self.ascii_word[usize::from(b)]
     }
 
     /// The kind of `c`, cached for the BMP.
