@@ -11,7 +11,7 @@
 //!         safe cut points   one segment each     concat   specials, truncation, padding (once)
 //! ```
 //!
-//! * [`boundary`](crate) decides, from the tokenizer's components, which byte positions are
+//! * `boundary` decides, from the tokenizer's components, which byte positions are
 //!   *safe cuts*: positions `p` where tokenizing `text[..p]` and `text[p..]` separately gives the
 //!   tokens of `text`, whatever surrounds the few characters next to `p`. The argument for every
 //!   supported component is in `docs/correctness.md`.
