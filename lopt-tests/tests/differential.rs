@@ -65,7 +65,7 @@ fn check_all(samples: &[Sample]) {
 
 #[test]
 fn corpora_match_hf() {
-    check_all(&corpus_samples(3, 48 * 1024));
+    check_all(&corpus_samples(4, 64 * 1024));
 }
 
 #[test]
