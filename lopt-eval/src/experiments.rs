@@ -427,17 +427,8 @@ fn seq_len(a: SeqLenArgs) -> Result<()> {
     let mut plots = Vec::new();
     for (tname, _) in &toks {
         for corpus in &corpora {
-            let series = methods
-                .iter()
-                .map(|m| {
-                    let pts = rows
-                        .iter()
-                        .filter(|r| &r.tokenizer == tname && r.corpus == corpus.name && r.method == m.name())
-                        .filter_map(|r| r.seq_len.map(|l| (l as f64, r.mean_ms)))
-                        .collect();
-                    Series::solid(m.label(), pts)
-                })
-                .collect();
+            let series =
+                method_lines(&rows, tname, &corpus.name, &methods, |r| r.seq_len.map(|l| (l as f64, r.mean_ms)));
             let fig = Figure {
                 title: format!("Latency vs sequence length ({tname}, {}, {} threads)", corpus.name, s.threads),
                 x_label: "sequence length (tokens, log scale)".into(),
@@ -452,6 +443,28 @@ fn seq_len(a: SeqLenArgs) -> Result<()> {
     md.push_str(&plot_links(&plots));
     md.push_str(&report::long_table(&rows));
     s.finish(&rows, &md)
+}
+
+/// One solid line per method through the rows of one tokenizer and corpus, `point` giving each
+/// row's (x, y) when the row belongs on the plot.
+fn method_lines(
+    rows: &[Row],
+    tokenizer: &str,
+    corpus: &str,
+    methods: &[Method],
+    point: impl Fn(&Row) -> Option<(f64, f64)>,
+) -> Vec<Series> {
+    methods
+        .iter()
+        .map(|m| {
+            let pts = rows
+                .iter()
+                .filter(|r| r.tokenizer == tokenizer && r.corpus == corpus && r.method == m.name())
+                .filter_map(&point)
+                .collect();
+            Series::solid(m.label(), pts)
+        })
+        .collect()
 }
 
 fn draw(s: &Setup, file: &str, fig: &Figure) -> Result<String> {
@@ -546,17 +559,9 @@ fn chunk_size(a: ChunkSizeArgs) -> Result<()> {
             let lopt: Vec<&Row> =
                 mine.iter().copied().filter(|r| r.chunk_size.is_some() && r.method == lopt_methods[0].name()).collect();
             let xs: Vec<f64> = lopt.iter().filter_map(|r| r.chunk_size.map(|c| c as f64)).collect();
-            let mut series: Vec<Series> = lopt_methods
-                .iter()
-                .map(|m| {
-                    let pts = mine
-                        .iter()
-                        .filter(|r| r.method == m.name())
-                        .filter_map(|r| r.chunk_size.map(|c| (c as f64, r.mean_ms)))
-                        .collect();
-                    Series::solid(m.label(), pts)
-                })
-                .collect();
+            let mut series = method_lines(&rows, tname, &corpus.name, &lopt_methods, |r| {
+                r.chunk_size.map(|c| (c as f64, r.mean_ms))
+            });
             if let Some(h) = mine.iter().find(|r| r.method == Method::Hf.name()) {
                 series.push(Series::dashed("HF sequential", xs.iter().map(|&x| (x, h.mean_ms)).collect()));
             }
@@ -654,17 +659,9 @@ fn batch_size(a: BatchSizeArgs) -> Result<()> {
     let mut plots = Vec::new();
     for (tname, _) in &toks {
         for corpus in &corpora {
-            let series = methods
-                .iter()
-                .map(|m| {
-                    let pts = rows
-                        .iter()
-                        .filter(|r| &r.tokenizer == tname && r.corpus == corpus.name && r.method == m.name())
-                        .filter_map(|r| r.batch_size.map(|b| (b as f64, r.mean_ms / 1e3)))
-                        .collect();
-                    Series::solid(m.label(), pts)
-                })
-                .collect();
+            let series = method_lines(&rows, tname, &corpus.name, &methods, |r| {
+                r.batch_size.map(|b| (b as f64, r.mean_ms / 1e3))
+            });
             let fig = Figure {
                 title: format!("Total time vs batch size ({tname}, {}, {} threads)", corpus.name, s.threads),
                 x_label: "batch size (documents, log scale)".into(),
