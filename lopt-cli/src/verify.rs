@@ -3,13 +3,14 @@
 //! difference with its context (tokens on both sides, the text around it) when not.
 
 use std::fmt::Write as _;
+use std::ops::ControlFlow;
 use std::process::ExitCode;
 
 use anyhow::Result;
 use serde_json::Value;
 
 use crate::args::EncodeArgs;
-use crate::encode::{encode_batch, BATCH_BYTES, BATCH_DOCS};
+use crate::encode::for_each_encoded;
 use crate::input::{char_floor, Input};
 use crate::output::Output;
 use crate::report::{self, group, plural};
@@ -40,30 +41,26 @@ pub fn run(args: &EncodeArgs) -> Result<ExitCode> {
     let mut totals = Totals::default();
     let mut output = None;
     if args.jsonl {
-        let mut documents = input.documents()?;
         if let Some(path) = &args.output {
             output = Some(Output::create(Some(path), args.offsets)?);
         }
-        for round in 0.. {
-            let batch = documents.next_batch(BATCH_DOCS, BATCH_BYTES)?;
-            if round == 0 {
-                source::note_sequential(tokenizer);
+        let mut different = false;
+        for_each_encoded(tokenizer, &input, special, |doc, ours| {
+            let reference = tokenizer.encode_sequential(&doc.text, special)?;
+            if ours != reference {
+                let place = format!("{} line {}{}", input.name(), doc.line, id_suffix(doc.id.as_ref()));
+                report::raw(&difference_report(&place, &doc.text, &ours, &reference));
+                different = true;
+                return Ok(ControlFlow::Break(()));
             }
-            if batch.is_empty() {
-                break;
+            totals.add(tokenizer, &doc.text, &ours);
+            if let Some(output) = &mut output {
+                output.write(doc.id.as_ref(), &ours)?;
             }
-            for (doc, ours) in batch.iter().zip(encode_batch(tokenizer, &batch, special)?) {
-                let reference = tokenizer.encode_sequential(&doc.text, special)?;
-                if ours != reference {
-                    let place = format!("{} line {}{}", input.name(), doc.line, id_suffix(doc.id.as_ref()));
-                    report::raw(&difference_report(&place, &doc.text, &ours, &reference));
-                    return Ok(ExitCode::from(crate::EXIT_DIFFERENT));
-                }
-                totals.add(tokenizer, &doc.text, &ours);
-                if let Some(output) = &mut output {
-                    output.write(doc.id.as_ref(), &ours)?;
-                }
-            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        if different {
+            return Ok(ExitCode::from(crate::EXIT_DIFFERENT));
         }
     } else {
         let text = input.read_text()?;
