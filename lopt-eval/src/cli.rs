@@ -34,7 +34,7 @@ pub enum Command {
 #[derive(Args, Debug, Clone)]
 pub struct Common {
     /// Tokenizers: paths to tokenizer.json files or fixture names (qwen3, deepseek_v3, llama3_1,
-    /// gptoss, gpt2, bert-base-uncased, bert-base-cased).
+    /// gptoss, gpt2, bert-base-uncased, bert-base-cased, gemma3, llama2, gpt4o, claude).
     #[arg(long, num_args = 1.., value_delimiter = ',')]
     pub tokenizers: Vec<String>,
     /// Corpora: JSONL files with a `text` field, or names of the shared corpora (leval,

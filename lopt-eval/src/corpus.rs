@@ -48,10 +48,18 @@ pub fn resolve_tokenizer(arg: &str) -> Result<(String, PathBuf)> {
     }
 }
 
-/// The fixture tokenizers that are present, with a notice on stderr for each missing one.
-pub fn available_fixtures() -> Vec<String> {
-    FIXTURES
-        .iter()
+/// Fixtures that `lopt-eval` runs by default beyond the test suite's [`FIXTURES`]: tokenizers whose
+/// native support is newer (they run on HF's engine where lopt has none yet), so that the published
+/// tables cover them too.
+pub const EXTRA_FIXTURES: &[&str] = &["gemma3", "llama2", "gpt4o", "claude"];
+
+/// The default tokenizers of `compare`: every fixture of [`FIXTURES`] and [`EXTRA_FIXTURES`] that
+/// is present (each once), with a notice on stderr for each missing one.
+pub fn default_tokenizers() -> Vec<String> {
+    let mut names: Vec<&str> = FIXTURES.to_vec();
+    names.extend(EXTRA_FIXTURES.iter().filter(|n| !FIXTURES.contains(n)));
+    names
+        .into_iter()
         .filter(|name| {
             let present = fixture(name).is_some();
             if !present {
@@ -59,7 +67,7 @@ pub fn available_fixtures() -> Vec<String> {
             }
             present
         })
-        .map(|s| (*s).to_owned())
+        .map(str::to_owned)
         .collect()
 }
 

@@ -16,10 +16,13 @@ mod baselines;
 mod cli;
 mod corpus;
 mod experiments;
+mod machine;
 mod measure;
 mod methods;
+mod output;
 mod plot;
 mod report;
+mod runner;
 
 use clap::Parser;
 

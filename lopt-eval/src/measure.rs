@@ -5,7 +5,8 @@ use std::time::Instant;
 
 use anyhow::Result;
 
-use crate::methods::{Ctx, Method, Output};
+use crate::methods::{Ctx, Method};
+use crate::output::Output;
 
 /// One thing to time on a text: a method in a context (contexts differ in threads or chunk size).
 #[derive(Clone, Copy)]

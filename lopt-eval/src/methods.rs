@@ -2,16 +2,15 @@
 //! `hf()` is the reference and the backend of every baseline) and one explicit rayon pool of
 //! `threads` for the baselines.
 //!
-//! Every method returns an [`Output`] (ids and attention mask, what the paper's "string to
-//! tensors" latency covers); accuracy compares outputs with the `hf` method's.
+//! Every method returns an [`Output`]; accuracy compares outputs with the `hf` method's.
 
-use std::path::Path;
 use std::sync::OnceLock;
 
 use anyhow::{anyhow, Context, Result};
 use lopt::hf;
 
 use crate::baselines::{delim, overlap, paper};
+use crate::output::{hf_err, Output};
 
 /// A tokenization method.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
@@ -85,23 +84,6 @@ impl Method {
     }
 }
 
-/// What accuracy compares: ids and attention mask.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Output {
-    pub ids: Vec<u32>,
-    pub attention_mask: Vec<u32>,
-}
-
-impl Output {
-    pub fn from_hf(e: &hf::Encoding) -> Self {
-        Output { ids: e.get_ids().to_vec(), attention_mask: e.get_attention_mask().to_vec() }
-    }
-
-    pub fn from_lopt(e: &lopt::Encoding) -> Self {
-        Output { ids: e.ids().to_vec(), attention_mask: e.attention_mask().to_vec() }
-    }
-}
-
 /// Parameters of the overlap-based baselines.
 #[derive(Clone, Copy, Debug)]
 pub struct Params {
@@ -134,11 +116,6 @@ pub struct Ctx {
     fresh: bool,
 }
 
-/// `tokenizers` errors are boxed trait objects; give them one line of context.
-pub fn hf_err(e: hf::Error) -> anyhow::Error {
-    anyhow!("tokenizers: {e}")
-}
-
 impl Ctx {
     /// Loads `tokenizer.json` (bytes already read) for `threads` threads; `chunk_size` is lopt's
     /// (bytes, default text length / threads). `fresh`: clear the BPE cache before each call.
@@ -157,15 +134,6 @@ impl Ctx {
             .build()
             .context("cannot start the baseline pool")?;
         Ok(Ctx { tokenizer, lopt_hf: OnceLock::new(), bytes: bytes.to_vec(), chunk_size, pool, threads, params, fresh })
-    }
-
-    /// Reads and loads a tokenizer file; see [`Ctx::new`].
-    ///
-    /// # Errors
-    /// As [`Ctx::new`], and when the file cannot be read.
-    pub fn from_file(path: &Path, threads: usize, params: Params, fresh: bool) -> Result<Ctx> {
-        let bytes = std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
-        Ctx::new(&bytes, threads, None, params, fresh)
     }
 
     /// lopt with the HF engine and otherwise the same settings (built on first use, which the

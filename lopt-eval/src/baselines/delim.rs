@@ -13,7 +13,7 @@ use lopt::hf;
 use rayon::prelude::*;
 
 use super::ranges;
-use crate::methods::hf_err;
+use crate::output::hf_err;
 
 /// The byte positions where the text is cut: the first `delim` at or after each boundary,
 /// strictly increasing, never 0.

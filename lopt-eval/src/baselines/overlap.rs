@@ -23,7 +23,7 @@ use lopt::hf;
 use rayon::prelude::*;
 
 use super::{char_to_byte, splice};
-use crate::methods::{hf_err, Output};
+use crate::output::{hf_err, Output};
 
 /// `difflib.SequenceMatcher(None, a, b, autojunk=False).find_longest_match(0, len(a), 0, len(b))`:
 /// `(i, j, size)` of the longest common run `a[i..i+size] == b[j..j+size]`; among the longest,

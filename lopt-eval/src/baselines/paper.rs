@@ -20,7 +20,7 @@ use lopt::hf;
 use rayon::prelude::*;
 
 use super::{char_to_byte, splice};
-use crate::methods::hf_err;
+use crate::output::hf_err;
 
 /// A matched run: `left[l..l+n]` and `right[r..r+n]` have equal global spans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
