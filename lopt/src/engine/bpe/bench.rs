@@ -173,3 +173,73 @@ fn pretoken_stats() {
         println!("{name} {corpus}: {n} pre-tokens, {} distinct; count by len <=4,8,16,24,48,96,256,more: {hist:?}; bytes {bytes_by_bucket:?}", distinct.len());
     }
 }
+
+/// Thread CPU seconds of one call (the wall time when it is smaller: see [`throughput_once`]).
+fn timed(f: impl FnOnce()) -> f64 {
+    let start = Instant::now();
+    let cpu = thread_cpu_ns();
+    f();
+    let wall = start.elapsed().as_secs_f64();
+    match (cpu, thread_cpu_ns()) {
+        (Some(a), Some(b)) => wall.min((b - a) as f64 / 1e9 + 0.004),
+        _ => wall,
+    }
+}
+
+/// A/B of the engine with and without the seeded pre-token cache, fresh documents, in one process:
+/// both engines are warmed on the same documents, then every measured document is encoded once by
+/// each, alternating which goes first. Prints MB/s per round. `LOPT_BENCH_ROUNDS` (default 3).
+#[test]
+#[ignore = "benchmark"]
+fn seed_ab() {
+    let names = std::env::var("LOPT_BENCH_TOKENIZERS").unwrap_or_else(|_| "qwen3,llama3_1".into());
+    let mb: usize = std::env::var("LOPT_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(4);
+    let rounds: usize = std::env::var("LOPT_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let corpora = std::env::var("LOPT_BENCH_CORPORA").unwrap_or_else(|_| "en_verylong,zh_long".into());
+    for name in names.split(',') {
+        let path = shared().join("tokenizers").join(name).join("tokenizer.json");
+        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let t = Instant::now();
+        let _hf = tokenizers::Tokenizer::from_bytes(&bytes).unwrap();
+        let hf_load = t.elapsed();
+        let t = Instant::now();
+        let seeded = BpeEngine::new(&json).unwrap();
+        let load = t.elapsed();
+        let mut plain = BpeEngine::new(&json).unwrap();
+        plain.seed = super::SeedCache::default();
+        println!(
+            "{name}: build {load:?} (HF from_bytes {hf_load:?}), seed {} entries-bytes {} KiB",
+            seeded.seed.len(),
+            seeded.seed.heap_bytes() >> 10
+        );
+        for corpus in corpora.split(',') {
+            let (docs, warm) = docs(&format!("{corpus}.jsonl"), mb << 20, 1 << 20);
+            let bytes: usize = docs.iter().map(String::len).sum();
+            for round in 0..rounds {
+                let engines = [&plain, &seeded];
+                let mut secs = [0.0f64; 2];
+                for e in engines {
+                    e.clear_caches();
+                    for doc in &warm {
+                        let _ = e.encode_segment(doc);
+                    }
+                }
+                for (k, doc) in docs.iter().enumerate() {
+                    for j in 0..2 {
+                        let which = (j + k + round) % 2;
+                        secs[which] += timed(|| {
+                            std::hint::black_box(engines[which].encode_segment(doc).map(|s| s.ids.len()).ok());
+                        });
+                    }
+                }
+                println!(
+                    "{name:12} {corpus:12} round {round}: A (no seed) {:6.1} MB/s   B (seed) {:6.1} MB/s   B/A {:.3}",
+                    bytes as f64 / secs[0] / 1e6,
+                    bytes as f64 / secs[1] / 1e6,
+                    secs[0] / secs[1]
+                );
+            }
+        }
+    }
+}

@@ -40,6 +40,7 @@ const USED: u64 = 1 << 42;
 const KEY_AT_SHIFT: u32 = 43;
 
 /// A cached word: its tokens as `(id, end within the word)`.
+#[derive(Clone, Copy)]
 pub(crate) enum Hit<'c> {
     One(u32),
     Many(&'c [(u32, u32)]),
@@ -203,6 +204,172 @@ impl WordCache {
             };
             self.insert_entry(key, word, tokens, entry & SPLITS_CHAR);
         }
+    }
+}
+
+/// Words of at most this many bytes can be in a [`SeedCache`] (a key is 16 bytes: the word's bytes
+/// and its length).
+pub(crate) const SEED_MAX_LEN: usize = 15;
+
+/// One slot of a [`SeedCache`]: the key (`lo`: bytes 0..8; `hi`: bytes 8..15 and the length in the
+/// top byte, 0 for a free slot) and a packed entry as in [`WordCache`]. 32 bytes, aligned, so a
+/// probe touches one cache line.
+#[derive(Clone, Copy, Default)]
+#[repr(C, align(32))]
+struct SeedSlot {
+    lo: u64,
+    hi: u64,
+    entry: u64,
+}
+
+/// The seeded pre-token cache: every vocabulary entry of 1..=[`SEED_MAX_LEN`] bytes, valued with
+/// what the model computes for those bytes as a pre-token (not the entry's own id: BPE need not
+/// reach a token from its own bytes). Built once when the engine is built and then read-only, so
+/// all threads share it, and words seen for the first time that are vocabulary entries (most
+/// English words) are hits.
+///
+/// Memory bound: at most `3 * 32` bytes per vocabulary entry for the slots (a power of two at
+/// least 4/3 of the entries) plus 8 bytes per token of entries that are not one token (8 MiB for
+/// Qwen3's 150K entries), plus a 128 KiB Bloom filter.
+#[derive(Default)]
+pub(crate) struct SeedCache {
+    slots: Vec<SeedSlot>,
+    /// `64 - log2(slots)`.
+    shift: u32,
+    mask: usize,
+    tokens: Vec<(u32, u32)>,
+    /// A blocked Bloom filter of the keys (two bits in one `u64`, [`SEED_BLOOM_WORDS`] words, so it
+    /// stays in L2): most words that are not seeded (on CJK text nearly all misses) are answered
+    /// without touching the table, a trip to L3 or memory.
+    bloom: Vec<u64>,
+}
+
+/// Words of the seed's Bloom filter (128 KiB, about 8 bits per entry of a 150K vocabulary).
+const SEED_BLOOM_WORDS: usize = 1 << 14;
+
+/// The Bloom word and bits of a seed key.
+#[inline(always)]
+fn seed_bloom(lo: u64, hi: u64) -> (usize, u64) {
+    let x = lo ^ hi.rotate_left(29);
+    let h = (x ^ x >> 31).wrapping_mul(0xd6e8_feb8_6659_fd93);
+    ((h >> (64 - SEED_BLOOM_WORDS.trailing_zeros())) as usize, 1u64 << (h & 63) | 1u64 << (h >> 6 & 63))
+}
+
+/// The 16-byte key of `text[start..end]` (1..=[`SEED_MAX_LEN`] bytes): its bytes and length.
+#[inline(always)]
+fn seed_key(text: &[u8], start: usize, end: usize) -> (u64, u64) {
+    let len = end - start;
+    let (lo, hi) = match text.get(start..start + 16) {
+        Some(sixteen) => {
+            let mut a = [0u8; 8];
+            let mut b = [0u8; 8];
+            a.copy_from_slice(&sixteen[..8]);
+            b.copy_from_slice(&sixteen[8..]);
+            (u64::from_le_bytes(a), u64::from_le_bytes(b))
+        }
+        None => {
+            let word = &text[start..end];
+            let pack = |part: &[u8]| part.iter().rev().fold(0u64, |acc, &b| acc << 8 | u64::from(b));
+            (pack(&word[..len.min(8)]), pack(word.get(8..).unwrap_or_default()))
+        }
+    };
+    // Masks: `len` bytes in all, the first 8 in `lo`.
+    let lo_mask = if len >= 8 { u64::MAX } else { (1u64 << (8 * len)) - 1 };
+    let hi_mask = if len > 8 { (1u64 << (8 * (len - 8))) - 1 } else { 0 };
+    (lo & lo_mask, (hi & hi_mask) | (len as u64) << 56)
+}
+
+impl SeedCache {
+    /// The cache of `words`: `(bytes, tokens as (id, end within the word))` for each vocabulary
+    /// entry of at most [`SEED_MAX_LEN`] bytes (longer or empty words are skipped).
+    pub(crate) fn new<'w>(count: usize, words: impl Iterator<Item = (&'w [u8], &'w [(u32, u32)])>) -> SeedCache {
+        let cap = (count.max(8) * 4 / 3 + 1).next_power_of_two();
+        let mut cache = SeedCache {
+            slots: vec![SeedSlot::default(); cap],
+            shift: 64 - cap.trailing_zeros(),
+            mask: cap - 1,
+            tokens: Vec::new(),
+            bloom: vec![0; SEED_BLOOM_WORDS],
+        };
+        let mut len = 0;
+        for (word, tokens) in words {
+            if word.is_empty() || word.len() > SEED_MAX_LEN || tokens.is_empty() || len * 4 >= cap * 3 {
+                continue;
+            }
+            let splits = tokens.iter().any(|&(_, end)| word.get(end as usize).is_some_and(|&b| (b as i8) < -0x40));
+            let mut entry = if splits { SPLITS_CHAR } else { 0 };
+            match tokens {
+                [(id, _)] => entry |= INLINE | u64::from(*id),
+                _ if tokens.len() <= usize::from(u8::MAX) => {
+                    entry |= (tokens.len() as u64) << COUNT_SHIFT | cache.tokens.len() as u64;
+                    cache.tokens.extend_from_slice(tokens);
+                }
+                _ => continue,
+            }
+            let (lo, hi) = seed_key(word, 0, word.len());
+            let (at, bits) = seed_bloom(lo, hi);
+            cache.bloom[at] |= bits;
+            let mut i = cache.slot(lo, hi);
+            loop {
+                let slot = &mut cache.slots[i];
+                if slot.hi == 0 {
+                    *slot = SeedSlot { lo, hi, entry };
+                    len += 1;
+                    break;
+                }
+                if slot.lo == lo && slot.hi == hi {
+                    break;
+                }
+                i = (i + 1) & cache.mask;
+            }
+        }
+        cache
+    }
+
+    #[inline(always)]
+    fn slot(&self, lo: u64, hi: u64) -> usize {
+        ((lo ^ hi.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> self.shift) as usize
+    }
+
+    /// The tokens of the word `text[start..end]` (1..=[`SEED_MAX_LEN`] bytes) when it is a seeded
+    /// vocabulary entry, and whether some token ends inside a character.
+    #[inline(always)]
+    pub(crate) fn get(&self, text: &[u8], start: usize, end: usize) -> Option<(Hit<'_>, bool)> {
+        let (lo, hi) = seed_key(text, start, end);
+        let (at, bits) = seed_bloom(lo, hi);
+        if self.bloom.get(at).is_none_or(|&w| w & bits != bits) {
+            return None;
+        }
+        let mut i = self.slot(lo, hi);
+        loop {
+            let slot = self.slots.get(i)?;
+            if slot.hi == hi && slot.lo == lo {
+                let entry = slot.entry;
+                let splits = entry & SPLITS_CHAR != 0;
+                if entry & INLINE != 0 {
+                    return Some((Hit::One(entry as u32), splits));
+                }
+                let count = usize::from((entry >> COUNT_SHIFT) as u8);
+                let from = entry as u32 as usize;
+                return Some((Hit::Many(self.tokens.get(from..from + count)?), splits));
+            }
+            if slot.hi == 0 {
+                return None;
+            }
+            i = (i + 1) & self.mask;
+        }
+    }
+
+    /// Number of seeded words.
+    #[cfg(test)]
+    pub(crate) fn len(&self) -> usize {
+        self.slots.iter().filter(|s| s.hi != 0).count()
+    }
+
+    /// Bytes held (the memory bound in the type's documentation).
+    #[cfg(test)]
+    pub(crate) fn heap_bytes(&self) -> usize {
+        self.slots.len() * std::mem::size_of::<SeedSlot>() + self.tokens.capacity() * 8 + self.bloom.len() * 8
     }
 }
 

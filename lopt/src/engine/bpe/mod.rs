@@ -36,7 +36,7 @@ use serde_json::Value;
 use super::{Engine, Segment};
 use crate::error::Result;
 use added::AddedVocab;
-use cache::{Hit, WordCache};
+use cache::{Hit, SeedCache, WordCache};
 use model::{BpeModel, Scratch};
 use pretok::{PreTokenizer, Stage};
 
@@ -46,6 +46,8 @@ pub(crate) struct BpeEngine {
     nfc: bool,
     pre_tokenizer: PreTokenizer,
     model: BpeModel,
+    /// Every short vocabulary entry's tokens, read by all threads before their own cache.
+    seed: SeedCache,
     /// Pre-token caches, one lent to each running `encode_segment` (see [`cache`]).
     caches: Mutex<Vec<WordCache>>,
 }
@@ -77,7 +79,15 @@ impl BpeEngine {
         if nfc {
             unicode::init_nfc();
         }
-        Ok(BpeEngine { added, nfc, pre_tokenizer: PreTokenizer::new(stages), model, caches: Mutex::new(Vec::new()) })
+        let seed = if std::env::var_os("LOPT_NO_SEED").is_some() { SeedCache::default() } else { model.seed_cache() };
+        Ok(BpeEngine {
+            added,
+            nfc,
+            pre_tokenizer: PreTokenizer::new(stages),
+            model,
+            seed,
+            caches: Mutex::new(Vec::new()),
+        })
     }
 
     /// Empties the pre-token caches (benchmarks of fresh documents).
@@ -233,6 +243,20 @@ fn push_tokens(segment: &mut Segment, text: Text<'_>, start: usize, tokens: &[(u
     }
 }
 
+/// Appends the tokens of a cached word `start..end`.
+#[inline(always)]
+fn push_hit(segment: &mut Segment, text: Text<'_>, start: usize, end: usize, hit: Hit<'_>, splits: bool, word: u32) {
+    match hit {
+        Hit::One(id) => {
+            // One token covers the word, whose ends are character boundaries.
+            segment.ids.push(id);
+            segment.offsets.push(if text.aligned.is_none() { (start, end) } else { text.original(start, end) });
+            segment.word_ids.push(word);
+        }
+        Hit::Many(tokens) => push_tokens(segment, text, start, tokens, splits, word),
+    }
+}
+
 impl Run<'_> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
         let word = self.segment.words;
@@ -267,24 +291,26 @@ impl Run<'_> {
             return;
         }
         let key = cache::key(text.str.as_bytes(), start, end);
-        match self.cache.get(key, bytes) {
-            Some((Hit::One(id), _)) => {
-                // One token covers the word, whose ends are character boundaries.
-                self.segment.ids.push(id);
-                self.segment.offsets.push(if text.aligned.is_none() {
-                    (start, end)
-                } else {
-                    text.original(start, end)
-                });
-                self.segment.word_ids.push(word);
-            }
-            Some((Hit::Many(tokens), splits)) => push_tokens(&mut self.segment, text, start, tokens, splits, word),
-            None => {
-                self.merge(bytes);
-                self.cache.insert(key, bytes, &self.tokens);
-                push_tokens(&mut self.segment, text, start, &self.tokens, true, word);
-            }
+        if let Some((hit, splits)) = self.cache.get(key, bytes) {
+            push_hit(&mut self.segment, text, start, end, hit, splits, word);
+            return;
         }
+        let engine = self.engine;
+        // A miss in this thread's cache, but perhaps a vocabulary entry: remembered here too, so
+        // that its next lookups stay in this thread's smaller, warmer table.
+        if let Some((hit, splits)) =
+            (bytes.len() <= cache::SEED_MAX_LEN).then(|| engine.seed.get(text.str.as_bytes(), start, end)).flatten()
+        {
+            match hit {
+                Hit::One(id) => self.cache.insert(key, bytes, &[(id, bytes.len() as u32)]),
+                Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
+            }
+            push_hit(&mut self.segment, text, start, end, hit, splits, word);
+            return;
+        }
+        self.merge(bytes);
+        self.cache.insert(key, bytes, &self.tokens);
+        push_tokens(&mut self.segment, text, start, &self.tokens, true, word);
     }
 
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.

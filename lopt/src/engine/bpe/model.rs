@@ -21,6 +21,7 @@ use std::collections::{BinaryHeap, HashMap};
 
 use serde_json::Value;
 
+use super::cache::{SeedCache, SEED_MAX_LEN};
 use super::table::{MergeMap, NO_RANK};
 
 /// GPT-2's `bytes_to_unicode`: the printable character that stands for each byte.
@@ -164,6 +165,28 @@ impl BpeModel {
         let mut model = BpeModel { byte_ids, merges, vocab, token_len, ignore_merges, premerge: Vec::new() };
         model.premerge = premerge::table(&model);
         Ok(model)
+    }
+
+    /// The seeded pre-token cache: every vocabulary entry of at most [`SEED_MAX_LEN`] bytes with
+    /// the tokens [`Self::encode`] gives for those bytes (merged from scratch here, so a seeded
+    /// value is exactly what a cold merge computes).
+    pub(crate) fn seed_cache(&self) -> SeedCache {
+        let mut scratch = Scratch::default();
+        let mut ids = Vec::new();
+        let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(self.vocab.len() + self.vocab.len() / 4);
+        let mut words: Vec<(&[u8], usize, usize)> = Vec::with_capacity(self.vocab.len());
+        for word in self.vocab.keys().filter(|w| (1..=SEED_MAX_LEN).contains(&w.len())) {
+            ids.clear();
+            self.encode(word, &mut scratch, &mut ids);
+            let from = tokens.len();
+            let mut end = 0u32;
+            for &id in &ids {
+                end += self.token_len(id) as u32;
+                tokens.push((id, end));
+            }
+            words.push((word, from, tokens.len() - from));
+        }
+        SeedCache::new(words.len(), words.iter().map(|&(word, from, n)| (word, &tokens[from..from + n])))
     }
 
     /// Byte length of the model token `id` (0 for an id that is not the model's).
@@ -604,6 +627,46 @@ mod tests {
                 model.merge_heap(&raw, &mut scratch, &mut expected);
                 assert_eq!(got, expected, "{name}: {word:?}");
             }
+        }
+    }
+
+    /// The seeded cache answers exactly the cold merge, for vocabulary entries and other words,
+    /// wherever the word sits in a text (a full 16-byte load or the byte-wise tail path).
+    #[test]
+    fn seed_cache_is_the_cold_merge() {
+        use super::super::cache::Hit;
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
+        for name in ["qwen3", "gpt2"] {
+            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
+                eprintln!("NOTICE: {name} not found; skipped");
+                continue;
+            };
+            let json: Value = serde_json::from_slice(&bytes).unwrap();
+            let model = BpeModel::from_json(&json["model"]).unwrap();
+            let seed = model.seed_cache();
+            let mut scratch = Scratch::default();
+            let mut words: Vec<Vec<u8>> =
+                model.vocab.keys().filter(|w| w.len() <= SEED_MAX_LEN).map(|w| w.to_vec()).collect();
+            words.sort();
+            // Some words that are not entries: an entry with a byte appended.
+            let extra: Vec<Vec<u8>> =
+                words.iter().step_by(7).filter(|w| w.len() < SEED_MAX_LEN).map(|w| [&w[..], b"q"].concat()).collect();
+            words.extend(extra);
+            let mut hits = 0;
+            for (k, word) in words.iter().enumerate() {
+                let mut expected = Vec::new();
+                model.encode(word, &mut scratch, &mut expected);
+                let pad = k % 20;
+                let text: Vec<u8> = [&b"xxxxxxxxxxxxxxxxxxxx"[..pad], word, &b"yyyyyyyyyyyyyyyy"[..k % 17]].concat();
+                let got = match seed.get(&text, pad, pad + word.len()) {
+                    None => continue,
+                    Some((Hit::One(id), _)) => vec![id],
+                    Some((Hit::Many(tokens), _)) => tokens.iter().map(|t| t.0).collect(),
+                };
+                hits += 1;
+                assert_eq!(got, expected, "{name}: {:?}", String::from_utf8_lossy(word));
+            }
+            assert!(hits >= seed.len(), "{name}: {hits} hits for {} seeded entries", seed.len());
         }
     }
 
