@@ -129,6 +129,41 @@ impl Encoding {
     }
 }
 
+impl Encoding {
+    /// HF's `Encoding::pad`: pads the overflowing parts, then this encoding, to `length` tokens
+    /// on the side `params` names (nothing when it is already as long).
+    pub(crate) fn pad(&mut self, length: usize, params: &tokenizers::PaddingParams) {
+        for part in &mut self.overflowing {
+            part.pad(length, params);
+        }
+        let Some(missing) = length.checked_sub(self.len()).filter(|&m| m > 0) else { return };
+        let mut tokens = match std::mem::take(&mut self.tokens) {
+            Tokens::Owned(strings) => strings,
+            by_id @ Tokens::ById { .. } => {
+                self.tokens = by_id;
+                let strings = self.tokens().to_vec();
+                strings
+            }
+        };
+        let left = matches!(params.direction, tokenizers::PaddingDirection::Left);
+        fn extend<T: Clone>(column: &mut Vec<T>, value: T, missing: usize, left: bool) {
+            if left {
+                column.splice(0..0, std::iter::repeat_n(value, missing));
+            } else {
+                column.extend(std::iter::repeat_n(value, missing));
+            }
+        }
+        extend(&mut self.ids, params.pad_id, missing, left);
+        extend(&mut self.type_ids, params.pad_type_id, missing, left);
+        extend(&mut tokens, params.pad_token.clone(), missing, left);
+        extend(&mut self.offsets, (0, 0), missing, left);
+        extend(&mut self.word_ids, None, missing, left);
+        extend(&mut self.special_tokens_mask, 1, missing, left);
+        extend(&mut self.attention_mask, 0, missing, left);
+        self.tokens = Tokens::Owned(tokens);
+    }
+}
+
 impl PartialEq for Encoding {
     fn eq(&self, other: &Self) -> bool {
         self.ids == other.ids

@@ -35,6 +35,7 @@ mod encoding;
 mod engine;
 mod error;
 mod merge;
+mod options;
 mod post;
 mod split;
 mod tokenizer;
@@ -42,9 +43,10 @@ mod tokenizer;
 pub use encoding::{Difference, Encoding};
 pub use engine::EngineKind;
 pub use error::{Error, ErrorKind};
+pub use options::EncodeOptions;
 pub use tokenizer::{
     Parallelism, Tokenizer, TokenizerBuilder, DEFAULT_MIN_PARALLEL_BYTES, DEFAULT_MIN_PARALLEL_BYTES_HF,
-    DEFAULT_OVERLAP,
+    DEFAULT_OVERLAP, MAX_PADDING_LENGTH,
 };
 
 /// The HuggingFace `tokenizers` crate that lopt is exact against (re-exported so that callers can

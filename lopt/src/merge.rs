@@ -69,7 +69,7 @@ pub(crate) struct Trim<'a> {
 }
 
 /// Writes `segments` (segment `i` starting at byte `starts[i]`) into an [`Encoding`] laid out as
-/// `layout` says, in parallel on the current rayon pool. Token strings are the segments' when they
+/// `layout` says, in parallel on the current rayon pool when there are several. Token strings are the segments' when they
 /// carry them, else looked up in `vocab` on demand.
 pub(crate) fn assemble(starts: &[usize], segments: Vec<Segment>, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
     debug_assert_eq!(starts.len(), segments.len());
@@ -98,7 +98,7 @@ pub(crate) fn assemble(starts: &[usize], segments: Vec<Segment>, layout: &Layout
         words_before += segment.words;
         first_token += len;
     }
-    jobs.into_par_iter().for_each(|(segment, start, words_before, first_token, mut out)| {
+    let fill = |(segment, start, words_before, first_token, mut out): (&Segment, usize, u32, usize, Slots<'_>)| {
         for (i, ((&id, &(s, e)), &w)) in segment.ids.iter().zip(&segment.offsets).zip(&segment.word_ids).enumerate() {
             let mut offsets = (s + start, e + start);
             if let Some(trim) = &layout.trim {
@@ -106,7 +106,14 @@ pub(crate) fn assemble(starts: &[usize], segments: Vec<Segment>, layout: &Layout
             }
             out.write(i, id, layout.type_id, offsets, Some(w + words_before), 0);
         }
-    });
+    };
+    // One segment (a short text) is written on the calling thread: handing it to a pool thread
+    // and waiting for it costs more than the copy.
+    if jobs.len() == 1 {
+        jobs.into_iter().for_each(fill);
+    } else {
+        jobs.into_par_iter().for_each(fill);
+    }
     // SAFETY: `head`, the segments' slices and `tail` partition the `n` spare slots of every
     // column, and each slot of each was written above (the segments' vectors have equal lengths,
     // `Segment`'s invariant, so every `i` below `len` was written).

@@ -4,24 +4,30 @@
 //!
 //! Two paths with one result:
 //! * the *own* path, for the post-processors long prompts meet (none, `ByteLevel`,
-//!   `TemplateProcessing`, `BertProcessing` and `Sequence`s of them) when the tokenizer neither
+//!   `TemplateProcessing`, `BertProcessing` and `Sequence`s of them) when the call neither
 //!   truncates nor pads: the segments are written once, in parallel, into the final columns with
 //!   the template's special tokens around them (`merge::assemble`), and token strings are never
 //!   allocated unless asked for (they are looked up by id on demand);
-//! * the *HF* path for everything else: build a `tokenizers::Encoding` and call HF's
-//!   `post_process` — exact by construction, slower.
+//! * the *HF* path for everything else: build a `tokenizers::Encoding` and run the steps of HF's
+//!   `post_process` (truncation, the post-processor, padding) with the call's settings — exact
+//!   by construction, slower.
 //!
-//! Both are functions of the whole token sequence, which is why they run after the merge.
+//! Both are functions of the whole token sequence, which is why they run after the merge. Neither
+//! touches a thread pool for a one-segment text: a short text is finished on the calling thread.
+//! Padding is lopt's own ([`pad`]): HF's would run on rayon's global pool.
 
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
-use tokenizers::{PostProcessor, TruncationDirection, TruncationStrategy};
+use tokenizers::{
+    PaddingParams, PaddingStrategy, PostProcessor, TruncationDirection, TruncationParams, TruncationStrategy,
+};
 
 use crate::encoding::{Encoding, Vocab};
 use crate::engine::Segment;
 use crate::error::{Error, ErrorKind, Result};
 use crate::merge::{assemble, merge, Layout, Trim};
+use crate::options::Settings;
 
 /// Finishes merged encodings for one tokenizer.
 pub(crate) struct Finisher {
@@ -73,27 +79,50 @@ impl Finisher {
             }
         }
         let vocab = Arc::new(Vocab { strings });
-        let truncates_or_pads = hf.get_truncation().is_some() || hf.get_padding().is_some();
-        let own = if truncates_or_pads { None } else { own_steps(&json["post_processor"], &vocab).and_then(own) };
+        let own = own_steps(&json["post_processor"], &vocab).and_then(own);
         Finisher { hf, vocab, own, spaces: OnceLock::new() }
     }
 
+    /// Refuses truncation settings that HF refuses when they are set (`with_truncation`): a
+    /// stride that does not leave room for new tokens once the special tokens are counted.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidConfig`] naming the stride and the effective maximum length.
+    pub(crate) fn check_truncation_params(&self, truncation: &TruncationParams) -> Result<()> {
+        let added = self.added_tokens();
+        match truncation.max_length.checked_sub(added) {
+            Some(effective) if effective < truncation.stride => Err(Error::new(
+                ErrorKind::InvalidConfig,
+                format!(
+                    "truncation stride {} is not smaller than the effective max length {effective} \
+                     (max_length {} - {added} special tokens)",
+                    truncation.stride, truncation.max_length
+                ),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    /// The number of special tokens the post-processor adds to one sequence.
+    fn added_tokens(&self) -> usize {
+        self.hf.get_post_processor().map_or(0, |p| p.added_tokens(false))
+    }
+
     /// Joins the segments of one text (segment `i` starts at byte `starts[i]`) and turns them
-    /// into the text's final [`Encoding`]. Runs its parallel part on the current rayon pool.
+    /// into the text's final [`Encoding`] as `settings` say. With several segments its parallel
+    /// part runs on the current rayon pool (the caller's `install`); one segment is finished on
+    /// the calling thread.
     ///
     /// # Errors
     /// [`ErrorKind::Encode`] when HF's post-processing fails (for example a truncation stride
     /// larger than `max_length`) or `max_length` cannot hold the special tokens.
-    pub(crate) fn finish(
-        &self,
-        starts: &[usize],
-        segments: Vec<Segment>,
-        add_special_tokens: bool,
-    ) -> Result<Encoding> {
-        let Some(own) = &self.own else {
-            return self.finish_hf(merge(starts, segments), add_special_tokens);
+    pub(crate) fn finish(&self, starts: &[usize], segments: Vec<Segment>, settings: Settings<'_>) -> Result<Encoding> {
+        let own = match &self.own {
+            Some(own) if settings.truncation.is_none() && settings.padding.is_none() => own,
+            _ => return self.finish_hf(merge(starts, segments), settings),
         };
-        let (prefix, suffix): (&[_], &[_]) = if add_special_tokens { (&own.prefix, &own.suffix) } else { (&[], &[]) };
+        let (prefix, suffix): (&[_], &[_]) =
+            if settings.add_special_tokens { (&own.prefix, &own.suffix) } else { (&[], &[]) };
         let trim = own.trim.as_ref().map(|t| Trim {
             spaces: self.spaces(),
             add_prefix_space: t.add_prefix_space,
@@ -117,14 +146,15 @@ impl Finisher {
         })
     }
 
-    fn finish_hf(&self, mut raw: Segment, add_special_tokens: bool) -> Result<Encoding> {
+    fn finish_hf(&self, mut raw: Segment, settings: Settings<'_>) -> Result<Encoding> {
         if raw.tokens.len() != raw.ids.len() {
             raw.tokens = raw.ids.iter().map(|&id| self.vocab.string(id).to_owned()).collect();
         }
-        self.check_truncation(add_special_tokens)?;
-        self.limit_like_model(&mut raw);
+        if let Some(truncation) = settings.truncation {
+            self.limit_like_model(&mut raw, truncation);
+        }
         let n = raw.ids.len();
-        let hf_encoding = tokenizers::Encoding::new(
+        let mut encoding = tokenizers::Encoding::new(
             raw.ids,
             vec![0; n],
             raw.tokens,
@@ -135,18 +165,38 @@ impl Finisher {
             Vec::new(),
             Default::default(),
         );
-        let processed = self.hf.post_process(hf_encoding, None, add_special_tokens).map_err(Error::encode)?;
-        Ok(Encoding::from(processed))
+        // HF's `post_process`, step by step, with the call's settings.
+        if let Some(truncation) = settings.truncation {
+            let max_length = self.truncated_length(truncation, settings.add_special_tokens, n)?;
+            let params = TruncationParams { max_length, ..*truncation };
+            encoding =
+                tokenizers::utils::truncation::truncate_encodings(encoding, None, &params).map_err(Error::encode)?.0;
+        }
+        let processed = match self.hf.get_post_processor() {
+            Some(processor) => processor.process(encoding, None, settings.add_special_tokens),
+            None => <dyn PostProcessor>::default_process(vec![encoding], settings.add_special_tokens)
+                .map(|mut all| all.pop().unwrap_or_default()),
+        }
+        .map_err(Error::encode)?;
+        let mut finished = Encoding::from(processed);
+        if let Some(padding) = settings.padding {
+            pad(std::slice::from_mut(&mut finished), padding);
+        }
+        Ok(finished)
     }
 
-    /// `tokenizers` subtracts the number of special tokens from `max_length` without checking
-    /// (a panic in debug builds, no truncation at all in release builds): refuse instead.
-    fn check_truncation(&self, add_special_tokens: bool) -> Result<()> {
-        let (Some(truncation), Some(processor)) = (self.hf.get_truncation(), self.hf.get_post_processor()) else {
-            return Ok(());
-        };
-        let added = processor.added_tokens(false);
-        if add_special_tokens && truncation.max_length < added {
+    /// The length the text's tokens are truncated to: `max_length` less the special tokens that
+    /// will be added. `tokenizers` subtracts without checking (a panic in debug builds, no
+    /// truncation at all in release builds) and, when it cuts `tokens` tokens, asserts that the
+    /// stride is smaller (a panic): refuse both instead.
+    fn truncated_length(
+        &self,
+        truncation: &TruncationParams,
+        add_special_tokens: bool,
+        tokens: usize,
+    ) -> Result<usize> {
+        let added = if add_special_tokens { self.added_tokens() } else { 0 };
+        let Some(length) = truncation.max_length.checked_sub(added) else {
             return Err(Error::new(
                 ErrorKind::Encode,
                 format!(
@@ -154,15 +204,23 @@ impl Finisher {
                     truncation.max_length
                 ),
             ));
+        };
+        if length > 0 && length < tokens && truncation.stride >= length {
+            return Err(Error::new(
+                ErrorKind::Encode,
+                format!(
+                    "truncation stride {} is not smaller than the effective max length {length}",
+                    truncation.stride
+                ),
+            ));
         }
-        Ok(())
+        Ok(length)
     }
 
     /// `tokenizers` 0.23 stops the model once a truncating tokenizer has `max_length` tokens,
     /// keeping whole pre-tokens (`PreTokenizedString::tokenize_with_limit`); the overflow it
     /// reports is computed from what is left. Reproduce that cut on the merged tokens.
-    fn limit_like_model(&self, raw: &mut Segment) {
-        let Some(truncation) = self.hf.get_truncation() else { return };
+    fn limit_like_model(&self, raw: &mut Segment, truncation: &TruncationParams) {
         if truncation.strategy == TruncationStrategy::OnlySecond || raw.words == 0 {
             return;
         }
@@ -184,6 +242,24 @@ impl Finisher {
         raw.offsets = kept.iter().map(|&i| raw.offsets[i]).collect();
         raw.word_ids = kept.iter().map(|&i| raw.word_ids[i] - lo).collect();
         raw.words = hi - lo + 1;
+    }
+}
+
+/// HF's `pad_encodings` (without its global thread pool): pads every encoding, and each one's
+/// overflowing parts, to the longest of `encodings` (or the fixed length), rounded up to
+/// `pad_to_multiple_of`.
+pub(crate) fn pad(encodings: &mut [Encoding], params: &PaddingParams) {
+    let mut length = match params.strategy {
+        PaddingStrategy::Fixed(size) => size,
+        PaddingStrategy::BatchLongest => encodings.iter().map(Encoding::len).max().unwrap_or(0),
+    };
+    if let Some(multiple) = params.pad_to_multiple_of.filter(|&m| m > 0) {
+        if length % multiple > 0 {
+            length += multiple - length % multiple;
+        }
+    }
+    for encoding in encodings {
+        encoding.pad(length, params);
     }
 }
 

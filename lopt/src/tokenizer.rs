@@ -15,7 +15,8 @@ use crate::engine::hf::HfEngine;
 use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{one_line, Error, ErrorKind, Result};
-use crate::post::Finisher;
+use crate::options::{EncodeOptions, Settings};
+use crate::post::{pad, Finisher};
 use crate::split::plan;
 
 /// Texts shorter than this many bytes are encoded in one piece by default with a native engine:
@@ -29,6 +30,10 @@ pub const DEFAULT_MIN_PARALLEL_BYTES_HF: usize = 2 * 1024;
 
 /// Default search window around each chunk boundary, in bytes.
 pub const DEFAULT_OVERLAP: usize = 4096;
+
+/// The longest padding lopt accepts, in tokens: no model has a context near it, and a longer one
+/// (say, `Fixed(10^12)` from an untrusted file) would abort the process when it is allocated.
+pub const MAX_PADDING_LENGTH: usize = 1 << 24;
 
 /// Whether a tokenizer's texts are cut and encoded in parallel.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -160,8 +165,12 @@ impl TokenizerBuilder {
             .build()
             .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
         let engine_is_hf = engine.name() == "hf";
+        let finisher = Finisher::new(Arc::clone(&hf), &json);
+        let defaults = EncodeOptions::new().truncation(hf.get_truncation().cloned()).padding(hf.get_padding().cloned());
+        check_options(&finisher, &defaults)?;
         Ok(Tokenizer {
-            finisher: Finisher::new(Arc::clone(&hf), &json),
+            finisher,
+            defaults,
             hf,
             engine,
             engine_reason,
@@ -189,6 +198,8 @@ pub struct Tokenizer {
     rule: Option<CutRule>,
     parallelism: Parallelism,
     finisher: Finisher,
+    /// The truncation and padding of the `tokenizer.json`, used by [`Tokenizer::encode`].
+    defaults: EncodeOptions,
     pool: rayon::ThreadPool,
     threads: usize,
     chunk_size: Option<usize>,
@@ -217,54 +228,176 @@ impl Tokenizer {
         TokenizerBuilder::new().build_from_file(path)
     }
 
-    /// Encodes one text; identical to `tokenizers::Tokenizer::encode(text, add_special_tokens)`.
+    /// Encodes one text; identical to `tokenizers::Tokenizer::encode(text, add_special_tokens)`
+    /// (with the truncation and padding of the `tokenizer.json`).
     ///
     /// # Errors
     /// [`ErrorKind::Encode`] when the underlying model fails on the text.
     pub fn encode(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        let starts = self.segment_starts(text);
-        let segments = if starts.len() == 1 {
-            vec![self.engine.encode_segment(text)?]
-        } else {
-            let ranges = ranges(&starts, text.len());
-            self.pool.install(|| {
-                ranges.par_iter().map(|r| self.engine.encode_segment(&text[r.clone()])).collect::<Result<Vec<_>>>()
-            })?
-        };
-        self.pool.install(|| self.finisher.finish(&starts, segments, add_special_tokens))
+        self.encode_settings(text, self.default_settings(add_special_tokens))
+    }
+
+    /// Encodes one text with per-call settings; identical to HF's `encode` on a tokenizer whose
+    /// truncation and padding were set to `options`'. Nothing in `self` changes, so threads may
+    /// pass different options at once.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidConfig`] for options HF refuses ([`check_options`](Self::check_options)),
+    /// [`ErrorKind::Encode`] when the model or the post-processing fails on the text.
+    pub fn encode_with(&self, text: &str, options: &EncodeOptions) -> Result<Encoding> {
+        self.check_options(options)?;
+        self.encode_settings(text, options.settings())
     }
 
     /// Encodes many texts; the segments of all texts share the pool. Each result is identical to
-    /// encoding that text alone.
+    /// `tokenizers::Tokenizer::encode_batch` (with the `tokenizer.json`'s truncation and padding).
     ///
     /// # Errors
     /// As [`encode`](Self::encode); the first failure is returned.
     pub fn encode_batch<S: AsRef<str> + Sync>(&self, texts: &[S], add_special_tokens: bool) -> Result<Vec<Encoding>> {
-        let plans: Vec<Vec<usize>> = texts.iter().map(|t| self.segment_starts(t.as_ref())).collect();
-        let tasks: Vec<(usize, std::ops::Range<usize>)> = plans
-            .iter()
-            .enumerate()
-            .flat_map(|(doc, starts)| ranges(starts, texts[doc].as_ref().len()).into_iter().map(move |r| (doc, r)))
-            .collect();
+        self.encode_batch_settings(texts, self.default_settings(add_special_tokens))
+    }
+
+    /// [`encode_batch`](Self::encode_batch) with per-call settings, as [`encode_with`](Self::encode_with).
+    ///
+    /// # Errors
+    /// As [`encode_with`](Self::encode_with); the first failure is returned.
+    pub fn encode_batch_with<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        options: &EncodeOptions,
+    ) -> Result<Vec<Encoding>> {
+        self.check_options(options)?;
+        self.encode_batch_settings(texts, options.settings())
+    }
+
+    /// The settings of the `tokenizer.json` (its truncation and padding, special tokens added):
+    /// what [`encode`](Self::encode) uses, and a starting point for [`encode_with`](Self::encode_with).
+    pub fn options(&self) -> &EncodeOptions {
+        &self.defaults
+    }
+
+    /// Checks options the way HF checks them when they are set: a truncation stride must leave
+    /// room for new tokens, and padding must stay below [`MAX_PADDING_LENGTH`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidConfig`] saying which setting is refused and why.
+    pub fn check_options(&self, options: &EncodeOptions) -> Result<()> {
+        check_options(&self.finisher, options)
+    }
+
+    fn default_settings(&self, add_special_tokens: bool) -> Settings<'_> {
+        Settings { add_special_tokens, ..self.defaults.settings() }
+    }
+
+    fn encode_settings(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
+        let cuts = self.cut_points(text);
+        if cuts.is_empty() {
+            // A short text is encoded and finished on the calling thread: waking a pool thread
+            // and waiting for it costs more than encoding a few kilobytes.
+            let segment = self.engine.encode_segment(text)?;
+            return self.finisher.finish(&[0], vec![segment], settings);
+        }
+        let starts = starts(cuts);
+        let ranges = ranges(&starts, text.len());
         self.pool.install(|| {
-            let mut segments: Vec<Option<Segment>> = tasks
-                .par_iter()
-                .map(|(doc, r)| self.engine.encode_segment(&texts[*doc].as_ref()[r.clone()]).map(Some))
-                .collect::<Result<_>>()?;
-            let mut next = 0;
-            let per_doc: Vec<(Vec<usize>, Vec<Segment>)> = plans
-                .into_iter()
-                .map(|starts| {
-                    let taken = segments[next..next + starts.len()].iter_mut().filter_map(Option::take).collect();
-                    next += starts.len();
-                    (starts, taken)
-                })
-                .collect();
-            per_doc
-                .into_par_iter()
-                .map(|(starts, segs)| self.finisher.finish(&starts, segs, add_special_tokens))
-                .collect()
+            let segments =
+                ranges.par_iter().map(|r| self.engine.encode_segment(&text[r.clone()])).collect::<Result<Vec<_>>>()?;
+            self.finisher.finish(&starts, segments, settings)
         })
+    }
+
+    fn encode_batch_settings<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        settings: Settings<'_>,
+    ) -> Result<Vec<Encoding>> {
+        let plans: Vec<Vec<usize>> = texts.iter().map(|t| self.cut_points(t.as_ref())).collect();
+        let total: usize = texts.iter().map(|t| t.as_ref().len()).sum();
+        let mut encodings = if plans.iter().all(Vec::is_empty) && (total < self.min_parallel_bytes || texts.len() < 2) {
+            // Short work: on the calling thread, like `encode` of a short text.
+            texts.iter().map(|t| self.encode_settings(t.as_ref(), settings)).collect::<Result<Vec<_>>>()?
+        } else {
+            self.pool.install(|| self.encode_batch_on_pool(texts, plans, settings))?
+        };
+        if let Some(padding) = settings.padding {
+            // HF pads each encoding alone, then the batch together (`BatchLongest`).
+            pad(&mut encodings, padding);
+        }
+        Ok(encodings)
+    }
+
+    /// One task list for the whole batch: a short text is one task that encodes and finishes it
+    /// on the worker that took it (rayon hands each worker a run of them); a long text gives one
+    /// task per segment, and is finished once all its segments are done.
+    fn encode_batch_on_pool<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        plans: Vec<Vec<usize>>,
+        settings: Settings<'_>,
+    ) -> Result<Vec<Encoding>> {
+        enum Done {
+            Whole(Encoding),
+            Part(Segment),
+        }
+        let mut long = Vec::new();
+        let mut tasks: Vec<(usize, std::ops::Range<usize>, bool)> = Vec::with_capacity(texts.len());
+        for (doc, cuts) in plans.into_iter().enumerate() {
+            let len = texts[doc].as_ref().len();
+            if cuts.is_empty() {
+                tasks.push((doc, 0..len, true));
+            } else {
+                let starts = starts(cuts);
+                tasks.extend(ranges(&starts, len).into_iter().map(|r| (doc, r, false)));
+                long.push((doc, starts));
+            }
+        }
+        let mut done = tasks
+            .into_par_iter()
+            .map(|(doc, range, whole)| {
+                let text = &texts[doc].as_ref()[range];
+                let segment = self.engine.encode_segment(text)?;
+                if whole {
+                    self.finisher.finish(&[0], vec![segment], settings).map(Done::Whole)
+                } else {
+                    Ok(Done::Part(segment))
+                }
+            })
+            .collect::<Result<Vec<Done>>>()?
+            .into_iter();
+        let mut encodings: Vec<Option<Encoding>> = Vec::with_capacity(texts.len());
+        let mut pending = Vec::with_capacity(long.len());
+        let mut long = long.into_iter().peekable();
+        for doc in 0..texts.len() {
+            match long.next_if(|(d, _)| *d == doc) {
+                Some((_, starts)) => {
+                    let segments = (&mut done)
+                        .take(starts.len())
+                        .filter_map(|d| match d {
+                            Done::Part(segment) => Some(segment),
+                            Done::Whole(_) => None,
+                        })
+                        .collect();
+                    pending.push((doc, starts, segments));
+                    encodings.push(None);
+                }
+                None => encodings.push(match done.next() {
+                    Some(Done::Whole(encoding)) => Some(encoding),
+                    _ => None,
+                }),
+            }
+        }
+        let finished = pending
+            .into_par_iter()
+            .map(|(doc, starts, segments)| self.finisher.finish(&starts, segments, settings).map(|e| (doc, e)))
+            .collect::<Result<Vec<_>>>()?;
+        for (doc, encoding) in finished {
+            encodings[doc] = Some(encoding);
+        }
+        encodings
+            .into_iter()
+            .map(|e| e.ok_or_else(|| Error::new(ErrorKind::Encode, "internal: a text of the batch was not encoded")))
+            .collect()
     }
 
     /// The reference: HF `tokenizers`' sequential `encode`, on the calling thread.
@@ -311,12 +444,36 @@ impl Tokenizer {
     pub fn hf(&self) -> &tokenizers::Tokenizer {
         &self.hf
     }
+}
 
-    fn segment_starts(&self, text: &str) -> Vec<usize> {
-        let mut starts = self.cut_points(text);
-        starts.insert(0, 0);
-        starts
+/// See [`Tokenizer::check_options`].
+fn check_options(finisher: &Finisher, options: &EncodeOptions) -> Result<()> {
+    if let Some(truncation) = options.truncation_params() {
+        finisher.check_truncation_params(truncation)?;
     }
+    if let Some(tokenizers::PaddingStrategy::Fixed(length)) = options.padding_params().map(|p| &p.strategy) {
+        if *length > MAX_PADDING_LENGTH {
+            return Err(Error::new(
+                ErrorKind::InvalidConfig,
+                format!("padding to {length} tokens is over lopt's limit of {MAX_PADDING_LENGTH}"),
+            ));
+        }
+    }
+    if let Some(multiple) = options.padding_params().and_then(|p| p.pad_to_multiple_of) {
+        if multiple > MAX_PADDING_LENGTH {
+            return Err(Error::new(
+                ErrorKind::InvalidConfig,
+                format!("padding to a multiple of {multiple} tokens is over lopt's limit of {MAX_PADDING_LENGTH}"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The start of each segment: 0, then the cuts.
+fn starts(mut cuts: Vec<usize>) -> Vec<usize> {
+    cuts.insert(0, 0);
+    cuts
 }
 
 /// The native engine for a tokenizer: byte-level BPE, else WordPiece; otherwise why neither.

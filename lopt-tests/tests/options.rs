@@ -1,0 +1,137 @@
+//! Per-call settings (`encode_with`, `encode_batch_with`) against HF `tokenizers` with the same
+//! truncation and padding set on the tokenizer, for short texts (encoded on the calling thread),
+//! long texts (cut and encoded on the pool) and batches mixing both.
+
+use lopt::hf::{
+    PaddingDirection, PaddingParams, PaddingStrategy, TruncationDirection, TruncationParams, TruncationStrategy,
+};
+use lopt::{EncodeOptions, Tokenizer, TokenizerBuilder};
+use lopt_tests::fixture;
+
+fn texts() -> Vec<String> {
+    let mut texts: Vec<String> = lopt_tests::corpus_samples(1, 3000).into_iter().map(|s| s.text).collect();
+    texts.extend(lopt_tests::TRAPS.iter().take(12).map(|t| t.to_string()));
+    texts.push(String::new());
+    texts.push(lopt_tests::generated_text(7, 24_000));
+    texts
+}
+
+fn option_sets(pad_token: &str, pad_id: u32) -> Vec<EncodeOptions> {
+    let truncations = [
+        None,
+        Some(TruncationParams { max_length: 128, ..Default::default() }),
+        Some(TruncationParams {
+            max_length: 100,
+            stride: 16,
+            direction: TruncationDirection::Left,
+            strategy: TruncationStrategy::LongestFirst,
+        }),
+        Some(TruncationParams { max_length: 5, strategy: TruncationStrategy::OnlyFirst, ..Default::default() }),
+        Some(TruncationParams { max_length: 2, ..Default::default() }),
+    ];
+    let paddings = [
+        None,
+        Some(PaddingParams { pad_token: pad_token.into(), pad_id, ..Default::default() }),
+        Some(PaddingParams {
+            strategy: PaddingStrategy::Fixed(150),
+            direction: PaddingDirection::Left,
+            pad_to_multiple_of: Some(8),
+            pad_id,
+            pad_type_id: 1,
+            pad_token: pad_token.into(),
+        }),
+    ];
+    let mut sets = Vec::new();
+    for truncation in &truncations {
+        for padding in &paddings {
+            for add in [true, false] {
+                sets.push(
+                    EncodeOptions::new()
+                        .add_special_tokens(add)
+                        .truncation(truncation.clone())
+                        .padding(padding.clone()),
+                );
+            }
+        }
+    }
+    sets
+}
+
+fn reference(tokenizer: &Tokenizer, options: &EncodeOptions) -> lopt::hf::Tokenizer {
+    let mut hf = tokenizer.hf().clone();
+    hf.with_truncation(options.truncation_params().cloned()).unwrap();
+    hf.with_padding(options.padding_params().cloned());
+    hf
+}
+
+#[test]
+fn encode_with_equals_hf_with_the_same_settings() {
+    let texts = texts();
+    for name in ["bert-base-uncased", "qwen3", "llama3_1"] {
+        let Some(path) = fixture(name) else {
+            eprintln!("NOTICE: fixture {name} absent; test skipped");
+            continue;
+        };
+        let tokenizers = [
+            TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
+            TokenizerBuilder::new().threads(3).chunk_size(97).min_parallel_bytes(0).build_from_file(&path).unwrap(),
+        ];
+        for tokenizer in &tokenizers {
+            for options in option_sets("<pad>", 0) {
+                let hf = reference(tokenizer, &options);
+                let add = options.add_special_tokens_enabled();
+                for text in &texts {
+                    let want = lopt::Encoding::from(hf.encode(text.as_str(), add).unwrap());
+                    let got = tokenizer.encode_with(text, &options).unwrap();
+                    assert!(
+                        got == want,
+                        "{name} {options:?} on {:?}: {:?}",
+                        lopt_tests::truncate(text, 80),
+                        got.first_difference(&want)
+                    );
+                }
+                let want: Vec<lopt::Encoding> = hf
+                    .encode_batch(texts.iter().map(String::as_str).collect(), add)
+                    .unwrap()
+                    .into_iter()
+                    .map(lopt::Encoding::from)
+                    .collect();
+                let got = tokenizer.encode_batch_with(&texts, &options).unwrap();
+                assert_eq!(got.len(), want.len());
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(g == w, "{name} {options:?} batch text {i}: {:?}", g.first_difference(w));
+                }
+            }
+        }
+    }
+}
+
+/// `encode` uses the tokenizer.json's own settings; `options()` returns them.
+#[test]
+fn options_are_the_files_settings() {
+    let Some(path) = fixture("bert-base-uncased") else { return };
+    let tokenizer = TokenizerBuilder::new().build_from_file(&path).unwrap();
+    let options = tokenizer.options();
+    assert_eq!(
+        options.truncation_params().map(|t| t.max_length),
+        tokenizer.hf().get_truncation().map(|t| t.max_length)
+    );
+    assert_eq!(options.padding_params().is_some(), tokenizer.hf().get_padding().is_some());
+}
+
+/// Settings that make HF panic (a stride as long as the room left after special tokens, a
+/// padding length that cannot be allocated) are refused with an error.
+#[test]
+fn settings_hf_panics_on_are_errors() {
+    let Some(path) = fixture("bert-base-uncased") else { return };
+    let tokenizer = TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap();
+    let text = "a few words that are longer than the limit ".repeat(10);
+    let stride =
+        EncodeOptions::new().truncation(Some(TruncationParams { max_length: 10, stride: 9, ..Default::default() }));
+    assert_eq!(tokenizer.encode_with(&text, &stride).unwrap_err().kind(), lopt::ErrorKind::InvalidConfig);
+    let huge = EncodeOptions::new()
+        .padding(Some(PaddingParams { strategy: PaddingStrategy::Fixed(1_000_000_000_000), ..Default::default() }));
+    assert_eq!(tokenizer.encode_with(&text, &huge).unwrap_err().kind(), lopt::ErrorKind::InvalidConfig);
+    let too_short = EncodeOptions::new().truncation(Some(TruncationParams { max_length: 1, ..Default::default() }));
+    assert!(tokenizer.encode_with(&text, &too_short).is_err());
+}
