@@ -117,6 +117,10 @@ pub struct BenchArgs {
     /// Also print the ids of every timed document (for exactness checks by peer harnesses)
     #[arg(long, hide = true)]
     pub ids: bool,
+    /// Encode the timed documents N at a time with `encode_batch` (one call per batch) instead
+    /// of one `encode` call each
+    #[arg(long, value_name = "N", value_parser = positive)]
+    pub batch: Option<usize>,
     /// JSONL documents, one object with a "text" string per line
     #[arg(value_name = "FILE.jsonl")]
     pub input: PathBuf,

@@ -3,6 +3,9 @@
 //! Method: load the tokenizer (not timed), encode the first document once as a warm-up, then
 //! encode each other document once ("fresh" documents, as a server sees prompts) and sum the
 //! per-document encode times. A file of one document times that document after its warm-up.
+//! Besides the totals it reports the median and 90th percentile of the per-call times, which is
+//! what a server sees for short prompts. With `--batch N` a call is one `encode_batch` of `N`
+//! documents.
 
 use std::io::Write;
 use std::time::Instant;
@@ -20,6 +23,12 @@ struct BenchResult<'a> {
     tokens: usize,
     seconds: f64,
     mb_per_s: f64,
+    /// Timed calls (documents, or batches with `--batch`).
+    calls: usize,
+    /// Median time of one call, in microseconds.
+    median_us: f64,
+    /// 90th percentile of the time of one call, in microseconds.
+    p90_us: f64,
     engine: &'a str,
     threads: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -40,24 +49,46 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let special = !args.no_special_tokens;
     std::hint::black_box(tokenizer.encode(&first.text, special)?);
     let timed = if documents.len() > 1 { &documents[1..] } else { &documents[..] };
-    let (mut bytes, mut tokens, mut seconds) = (0, 0, 0.0);
+    let (mut bytes, mut tokens) = (0, 0);
+    let mut calls = Vec::with_capacity(timed.len());
     let mut ids = args.ids.then(Vec::new);
-    for doc in timed {
-        let start = Instant::now();
-        let encoding = std::hint::black_box(tokenizer.encode(&doc.text, special)?);
-        seconds += start.elapsed().as_secs_f64();
+    let mut record = |encoding: &lopt::Encoding, text: &str| {
         if let Some(ids) = &mut ids {
             ids.push(encoding.ids().to_vec());
         }
-        bytes += doc.text.len();
+        bytes += text.len();
         tokens += encoding.len();
+    };
+    for batch in timed.chunks(args.batch.unwrap_or(1)) {
+        if args.batch.is_some() {
+            let texts: Vec<&str> = batch.iter().map(|d| d.text.as_str()).collect();
+            let start = Instant::now();
+            let encodings = std::hint::black_box(tokenizer.encode_batch(&texts, special)?);
+            calls.push(start.elapsed().as_secs_f64());
+            for (encoding, text) in encodings.iter().zip(&texts) {
+                record(encoding, text);
+            }
+        } else {
+            for doc in batch {
+                let start = Instant::now();
+                let encoding = std::hint::black_box(tokenizer.encode(&doc.text, special)?);
+                calls.push(start.elapsed().as_secs_f64());
+                record(&encoding, &doc.text);
+            }
+        }
     }
+    let seconds: f64 = calls.iter().sum();
+    calls.sort_by(f64::total_cmp);
+    let quantile = |q: f64| calls.get(((calls.len() as f64 - 1.0) * q).round() as usize).map_or(0.0, |s| s * 1e6);
     let result = BenchResult {
         docs: timed.len(),
         bytes,
         tokens,
         seconds,
         mb_per_s: if seconds > 0.0 { bytes as f64 / 1e6 / seconds } else { 0.0 },
+        calls: calls.len(),
+        median_us: quantile(0.5),
+        p90_us: quantile(0.9),
         engine: tokenizer.engine_name(),
         threads: tokenizer.threads(),
         ids,
