@@ -12,7 +12,7 @@ machine affects all methods alike.
         --tokenizers qwen3 bert-base-cased --docs 6 --max-bytes 1000000 --rounds 3
 
 Peers are the PyPI packages `tokenizers` (HF), `tiktoken`, `fastokens`, `gigatoken`, `nanotoken`
-and `tokie`; missing ones are skipped. lopt runs through `target/release/lopt bench`.
+and `tokie`; missing ones are skipped. lopt runs through `target/release/lopt bench` (or `$LOPT_BIN`).
 """
 
 import argparse
@@ -96,7 +96,7 @@ def run_cell(method, threads, path, name, docs_file):
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
     if method.startswith("lopt"):
         engine = "hf" if method == "lopt-hf" else "auto"
-        cmd = [os.path.join(ROOT, "target", "release", "lopt"), "bench", "--tokenizer", path,
+        cmd = [os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt")), "bench", "--tokenizer", path,
                "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--ids", docs_file]
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, path, name, docs_file]

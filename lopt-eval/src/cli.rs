@@ -26,7 +26,7 @@ pub enum Command {
     ChunkSize(ChunkSizeArgs),
     /// Total time vs batch size for hf, hf-batch and lopt (`encode_batch`).
     BatchSize(BatchSizeArgs),
-    /// lopt latency vs thread count, with an ideal-scaling reference.
+    /// Latency and throughput vs thread count (lopt and any baseline), with ideal-scaling lines.
     Threads(ThreadsArgs),
 }
 

@@ -13,6 +13,7 @@ use std::sync::OnceLock;
 
 use anyhow::{anyhow, Result};
 use plotters::coord::types::RangedCoordf64;
+use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::{register_font, FontStyle};
 
@@ -130,6 +131,46 @@ fn log_label(v: f64) -> String {
     }
 }
 
+/// A line's points with the x and y ranges of the axes it is drawn against.
+type Placed = (Vec<(f64, f64)>, (f64, f64), (f64, f64));
+
+/// The corner of the plot where the legend hides the fewest line samples: each series is sampled
+/// along its segments in coordinates normalised to the plot, and the legend box of `entries`
+/// lines is tried in each corner (upper right first on ties).
+fn legend_corner(series: &[Placed], entries: usize) -> SeriesLabelPosition {
+    // Legend box as a share of the plot: about 40 % of its width, 20 px a line of about 520 px.
+    let (w, h) = (0.42, ((entries as f64 * 20.0 + 16.0) / 520.0).min(0.95));
+    let mut samples = Vec::new();
+    for (points, (x0, x1), (y0, y1)) in series {
+        let norm = |&(x, y): &(f64, f64)| ((x - x0) / (x1 - x0).max(1e-12), (y - y0) / (y1 - y0).max(1e-12));
+        let pts: Vec<(f64, f64)> = points.iter().map(norm).collect();
+        samples.extend(pts.iter().copied());
+        for pair in pts.windows(2) {
+            let ((ax, ay), (bx, by)) = (pair[0], pair[1]);
+            samples.extend((1..20).map(|k| {
+                let t = f64::from(k) / 20.0;
+                (ax + (bx - ax) * t, ay + (by - ay) * t)
+            }));
+        }
+    }
+    let corners = [
+        (SeriesLabelPosition::UpperRight, 1.0 - w, 1.0 - h),
+        (SeriesLabelPosition::UpperLeft, 0.0, 1.0 - h),
+        (SeriesLabelPosition::LowerRight, 1.0 - w, 0.0),
+        (SeriesLabelPosition::LowerLeft, 0.0, 0.0),
+    ];
+    let hidden =
+        |bx: f64, by: f64| samples.iter().filter(|&&(x, y)| x >= bx && x <= bx + w && y >= by && y <= by + h).count();
+    let mut best = (usize::MAX, SeriesLabelPosition::UpperRight);
+    for (pos, bx, by) in corners {
+        let n = hidden(bx, by);
+        if n < best.0 {
+            best = (n, pos);
+        }
+    }
+    best.1
+}
+
 /// Draws `fig` into a PNG at `path`.
 ///
 /// # Errors
@@ -193,6 +234,9 @@ pub fn draw(path: &Path, fig: &Figure) -> Result<()> {
         }
     };
     let n_labels = if log2 { ((x1 - x0).ceil() as usize + 1).max(2) } else { 10 };
+    let mut placed: Vec<Placed> = primary.iter().map(|s| (s.points.clone(), (x0, x1), (y0, y1))).collect();
+    placed.extend(secondary.iter().map(|s| (s.points.clone(), (x0, x1), (0.0, y2))));
+    let corner = legend_corner(&placed, primary.len() + secondary.len());
     let y_axis = YAxis {
         label: if y_log { format!("{} (log scale)", fig.y_label) } else { fig.y_label.clone() },
         // Ask for ticks every 0.1 decade, so that 1, 2 and 5 times each power of ten get one.
@@ -202,7 +246,7 @@ pub fn draw(path: &Path, fig: &Figure) -> Result<()> {
     if secondary.is_empty() {
         mesh(&mut chart, fig, &y_axis, n_labels, &x_fmt)?;
         draw_primary(&mut chart, &primary)?;
-        legend(&mut chart)?;
+        legend(&mut chart, corner)?;
     } else {
         // The secondary coordinate must exist before the mesh, so that the primary labels stay on
         // the left and the right axis shows only the secondary scale.
@@ -226,14 +270,14 @@ pub fn draw(path: &Path, fig: &Figure) -> Result<()> {
                 .draw_secondary_series(DashedLineSeries::new(s.points.clone(), 8, 6, style))
                 .map_err(|e| anyhow!("plot: {e}"))?
                 .label(s.label.as_str())
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+                .legend(move |(x, y)| DashedPathElement::new(vec![(x, y), (x + 24, y)], 8, 5, style));
         }
         chart
             .configure_series_labels()
             .label_font((FONT, 16))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
-            .position(SeriesLabelPosition::UpperRight)
+            .position(corner)
             .draw()
             .map_err(|e| anyhow!("plot: {e}"))?;
     }
@@ -285,7 +329,12 @@ fn draw_primary(chart: &mut Chart<'_, '_>, series: &[Series]) -> Result<()> {
             chart.draw_series(LineSeries::new(s.points.clone(), style))
         }
         .map_err(|e| anyhow!("plot: {e}"))?;
-        anno.label(s.label.as_str()).legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        let anno = anno.label(s.label.as_str());
+        if s.dashed {
+            anno.legend(move |(x, y)| DashedPathElement::new(vec![(x, y), (x + 24, y)], 8, 5, style));
+        } else {
+            anno.legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 24, y)], style));
+        }
         if !s.dashed {
             chart
                 .draw_series(s.points.iter().map(|&p| Circle::new(p, 4, c.filled())))
@@ -295,13 +344,13 @@ fn draw_primary(chart: &mut Chart<'_, '_>, series: &[Series]) -> Result<()> {
     Ok(())
 }
 
-fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>) -> Result<()> {
+fn legend<'a, 'b: 'a>(chart: &mut Chart<'a, 'b>, corner: SeriesLabelPosition) -> Result<()> {
     chart
         .configure_series_labels()
         .label_font((FONT, 16))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK)
-        .position(SeriesLabelPosition::UpperRight)
+        .position(corner)
         .draw()
         .map_err(|e| anyhow!("plot: {e}"))
 }
@@ -315,6 +364,17 @@ mod tests {
         assert_eq!(human(4096.0), "4K");
         assert_eq!(human(1048576.0), "1M");
         assert_eq!(human(3.0), "3");
+    }
+
+    #[test]
+    fn legend_avoids_the_lines() {
+        let range = ((0.0, 1.0), (0.0, 1.0));
+        // A line along the top: the legend goes to a lower corner.
+        let top = vec![(vec![(0.0, 0.98), (1.0, 0.98)], range.0, range.1)];
+        assert!(matches!(legend_corner(&top, 2), SeriesLabelPosition::LowerRight));
+        // A falling diagonal crosses the upper left and lower right corners.
+        let falling = vec![(vec![(0.0, 1.0), (1.0, 0.0)], range.0, range.1)];
+        assert!(matches!(legend_corner(&falling, 2), SeriesLabelPosition::UpperRight));
     }
 
     #[test]

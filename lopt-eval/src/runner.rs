@@ -317,10 +317,10 @@ pub fn measure_corpus(job: &Job<'_>, variants: &[Variant<'_>], reference_ctx: &C
     Ok(m)
 }
 
-/// A lopt sweep over contexts (one per x value: a chunk length, a thread count): every lopt
-/// method in every one of `sweep`, plus HF sequential in `base` when `timed_hf`, all interleaved
-/// per document. `label` sets the swept fields of a lopt row from its context's index; the HF row
-/// keeps `hf_threads`.
+/// A sweep over contexts (one per x value: a chunk length, a thread count): every method of
+/// `swept` in every one of `sweep`, plus HF sequential in `base` when `timed_hf`, all interleaved
+/// per document. `label` sets the swept fields of a swept row from its context's index; the HF
+/// row keeps `hf_threads`.
 ///
 /// # Errors
 /// When a method fails on a document.
@@ -328,21 +328,21 @@ pub fn context_sweep(
     job: &Job<'_>,
     sweep: &[Ctx],
     base: &Ctx,
-    lopt_methods: &[Method],
+    swept: &[Method],
     timed_hf: bool,
     hf_threads: usize,
     label: impl Fn(&mut Row, usize),
 ) -> Result<Vec<Row>> {
     let mut variants: Vec<Variant<'_>> =
-        sweep.iter().flat_map(|ctx| lopt_methods.iter().map(move |&method| Variant { ctx, method })).collect();
+        sweep.iter().flat_map(|ctx| swept.iter().map(move |&method| Variant { ctx, method })).collect();
     if timed_hf {
         variants.push(Variant { ctx: base, method: Method::Hf });
     }
     let m = measure_corpus(job, &variants, base)?;
     let mut rows = Vec::new();
     for k in 0..sweep.len() {
-        for (j, &method) in lopt_methods.iter().enumerate() {
-            let mut row = m.row(job, method, k * lopt_methods.len() + j);
+        for (j, &method) in swept.iter().enumerate() {
+            let mut row = m.row(job, method, k * swept.len() + j);
             label(&mut row, k);
             rows.push(row);
         }

@@ -1,5 +1,7 @@
-//! `threads`: lopt's latency and throughput vs the size of its pool, with an ideal-scaling line
-//! for every lopt method (its one-thread figure times t) and HF sequential as a flat reference.
+//! `threads`: latency and throughput vs the size of the pool, with an ideal-scaling line for every
+//! swept method (its figure at the fewest threads, scaled by t) and HF sequential as a flat
+//! reference. Every method but `hf` is swept: lopt's own pool, or the baselines' pool (whose
+//! chunk count follows the thread count unless `--pieces` fixes it).
 
 use anyhow::{bail, Result};
 
@@ -41,7 +43,10 @@ pub fn run(a: ThreadsArgs) -> Result<()> {
         bail!("thread counts must be at least 1");
     }
     let timed_hf = r.methods.contains(&Method::Hf);
-    let lopt_methods = r.lopt_methods()?;
+    let swept: Vec<Method> = r.methods.iter().copied().filter(|&m| m != Method::Hf).collect();
+    if swept.is_empty() {
+        bail!("threads sweeps the pool: --methods needs a method besides hf");
+    }
     r.s.threads_label = match (counts.first(), counts.last()) {
         (Some(lo), Some(hi)) if lo != hi => format!("{lo}-{hi} threads (swept)"),
         _ => format!("{} threads", counts.first().copied().unwrap_or(1)),
@@ -49,28 +54,29 @@ pub fn run(a: ThreadsArgs) -> Result<()> {
     r.each(
         |c| c.docs.len(),
         |s, bytes| counts.iter().map(|&t| Ctx::new(bytes, t, None, s.params, s.fresh)).collect(),
-        |job| context_sweep(job, job.ctxs, &job.ctxs[0], &lopt_methods, timed_hf, 1, |row, k| row.threads = counts[k]),
+        |job| context_sweep(job, job.ctxs, &job.ctxs[0], &swept, timed_hf, 1, |row, k| row.threads = counts[k]),
     )?;
     r.speedups(|h, x| h.tokenizer == x.tokenizer && h.corpus == x.corpus);
     let mut body = String::from(
-        "The `threads` column is the size of lopt's pool; hf is single-threaded. Ideal scaling of a method = its \
+        "The `threads` column is the size of the pool (lopt's own, or the baselines'); hf is single-threaded. Ideal scaling of a method = its \
          latency at the fewest threads x (fewest / t); throughput = mean bytes / mean latency.\n\n",
     );
-    let x_log2 = counts.len() > 8;
+    // Powers of two are the natural thread counts, and ideal scaling is a straight line on log axes.
+    let x_log2 = true;
     body.push_str(&r.plot_each("threads", |_, _, rows| Figure {
-        title: "lopt latency vs threads".into(),
+        title: "Latency vs threads".into(),
         x_label: "threads".into(),
         y_label: "latency per document (ms)".into(),
         x_log2,
-        series: scaling_lines(rows, &lopt_methods, |r| r.mean_ms, |y1, t1, t| y1 * t1 / t),
+        series: scaling_lines(rows, &swept, |r| r.mean_ms, |y1, t1, t| y1 * t1 / t),
         ..Figure::default()
     })?);
     body.push_str(&r.plot_each("threads_throughput", |_, _, rows| Figure {
-        title: "lopt throughput vs threads".into(),
+        title: "Throughput vs threads".into(),
         x_label: "threads".into(),
         y_label: "throughput (MB/s)".into(),
         x_log2,
-        series: scaling_lines(rows, &lopt_methods, mb_per_s, |y1, t1, t| y1 * t / t1),
+        series: scaling_lines(rows, &swept, mb_per_s, |y1, t1, t| y1 * t / t1),
         ..Figure::default()
     })?);
     r.finish("lopt latency vs thread count (paper Fig. process_num)", &body)
@@ -85,7 +91,7 @@ fn mb_per_s(r: &Row) -> f64 {
     }
 }
 
-/// Per lopt method: its measured line `y` over threads and a dashed ideal-scaling line drawn from
+/// Per swept method: its measured line `y` over threads and a dashed ideal-scaling line drawn from
 /// its point at the fewest threads by `ideal(y1, t1, t)`; then HF sequential, flat.
 fn scaling_lines(
     rows: &[&Row],
