@@ -11,6 +11,11 @@ machine affects all methods alike.
     python3 scripts/bench_peers.py --corpus ../shared/corpora/en_verylong.jsonl \
         --tokenizers qwen3 bert-base-cased --docs 6 --max-bytes 1000000 --rounds 3
 
+Short prompts: `--cut-bytes 1024 --docs 2000` cuts the corpus into texts of about 1 KB (at char
+boundaries) and times one call per text; every row then also has the median and 90th percentile
+of the per-call time in microseconds. `--batch 1000` times `encode_batch` of 1,000 texts per call
+instead (peers with a batch call only).
+
 Peers are the PyPI packages `tokenizers` (HF), `tiktoken`, `fastokens`, `gigatoken`, `nanotoken`
 and `tokie`; missing ones are skipped. lopt runs through `target/release/lopt bench` (or `$LOPT_BIN`).
 """
@@ -78,28 +83,69 @@ def digest(ids):
     return hashlib.sha1(",".join(str(int(i)) for i in ids).encode()).hexdigest()[:16]
 
 
-def worker(method, path, name, docs_file):
+def load_batch_encoder(method, path, name):
+    """Returns texts -> list of id lists through the peer's own batch call."""
+    if method == "hf":
+        import tokenizers
+        tok = tokenizers.Tokenizer.from_file(path)
+        return lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+    if method == "fastokens":
+        import fastokens
+        tok = fastokens.Tokenizer.from_file(path)
+        return lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+    if method == "gigatoken":
+        import gigatoken
+        if name not in BPE:
+            raise ValueError("BPE only")
+        tok = gigatoken.Tokenizer(path)
+        return lambda texts: tok.encode_batch(texts)
+    raise ValueError(f"{method}: no batch call")
+
+
+def quantile(values, q):
+    ordered = sorted(values)
+    return ordered[round((len(ordered) - 1) * q)] if ordered else 0.0
+
+
+def worker(method, path, name, docs_file, batch="0"):
     docs = [json.loads(line)["text"] for line in open(docs_file, encoding="utf-8")]
-    encode = load_encoder(method, path, name)
-    encode(docs[0])
-    seconds, hashes = 0.0, []
-    for doc in docs[1:]:
-        start = time.perf_counter()
-        ids = encode(doc)
-        seconds += time.perf_counter() - start
-        hashes.append(digest(ids))
+    batch = int(batch)
+    calls, hashes = [], []
+    if batch:
+        encode = load_batch_encoder(method, path, name)
+        encode(docs[:1])
+        for i in range(1, len(docs), batch):
+            start = time.perf_counter()
+            all_ids = encode(docs[i:i + batch])
+            calls.append(time.perf_counter() - start)
+            hashes.extend(digest(ids) for ids in all_ids)
+    else:
+        encode = load_encoder(method, path, name)
+        encode(docs[0])
+        for doc in docs[1:]:
+            start = time.perf_counter()
+            ids = encode(doc)
+            calls.append(time.perf_counter() - start)
+            hashes.append(digest(ids))
     size = sum(len(d.encode("utf-8")) for d in docs[1:])
-    print(json.dumps({"mb_per_s": size / 1e6 / seconds, "hashes": hashes}))
+    print(json.dumps({"mb_per_s": size / 1e6 / sum(calls), "hashes": hashes,
+                      "median_us": quantile(calls, 0.5) * 1e6, "p90_us": quantile(calls, 0.9) * 1e6}))
 
 
-def run_cell(method, threads, path, name, docs_file):
+def run_cell(method, threads, path, name, docs_file, batch=0):
     env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
+    if batch and method in ("hf", "fastokens"):
+        # Their batch calls are parallel: give them their default threads (all cores).
+        env.pop("RAYON_NUM_THREADS")
+        env["TOKENIZERS_PARALLELISM"] = "true"
     if method.startswith("lopt"):
         engine = "hf" if method == "lopt-hf" else "auto"
         cmd = [os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt")), "bench", "--tokenizer", path,
                "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--ids", docs_file]
+        if batch:
+            cmd[-1:-1] = ["--batch", str(batch)]
     else:
-        cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, path, name, docs_file]
+        cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, path, name, docs_file, str(batch)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         return None
@@ -112,7 +158,7 @@ def run_cell(method, threads, path, name, docs_file):
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         try:
-            worker(*sys.argv[2:6])
+            worker(*sys.argv[2:7])
         except (ImportError, ValueError) as err:
             print(err, file=sys.stderr)
             sys.exit(3)
@@ -126,14 +172,23 @@ def main():
     ap.add_argument("--docs", type=int, default=6, help="timed documents (one more warms up)")
     ap.add_argument("--max-bytes", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--cut-bytes", type=int, default=0,
+                    help="cut the corpus into texts of about this many bytes (short prompts)")
+    ap.add_argument("--batch", type=int, default=0, help="time encode_batch of this many texts per call")
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args()
 
     docs = []
     with open(args.corpus, encoding="utf-8") as f:
         for line in f:
-            text = json.loads(line)["text"].encode("utf-8")[: args.max_bytes].decode("utf-8", "ignore")
-            docs.append({"text": text})
+            raw = json.loads(line)["text"].encode("utf-8")[: args.max_bytes]
+            pieces = [raw[i:i + args.cut_bytes] for i in range(0, len(raw), args.cut_bytes)] if args.cut_bytes else [raw]
+            for piece in pieces:
+                if args.cut_bytes and len(piece) < args.cut_bytes:
+                    continue
+                docs.append({"text": piece.decode("utf-8", "ignore")})
+                if len(docs) > args.docs:
+                    break
             if len(docs) > args.docs:
                 break
     fd, docs_file = tempfile.mkstemp(suffix=".jsonl")
@@ -153,7 +208,7 @@ def main():
         for r in range(args.rounds):
             order = cells[r % len(cells):] + cells[: r % len(cells)]
             for method, threads in order:
-                out = run_cell(method, threads, path, name, docs_file)
+                out = run_cell(method, threads, path, name, docs_file, args.batch)
                 if out is None:
                     continue
                 results[(method, threads)].append(out)
@@ -167,17 +222,20 @@ def main():
                    "mb_per_s": round(statistics.median(o["mb_per_s"] for o in outs), 1),
                    "exact_ids": exact, "rounds": len(outs), "corpus": os.path.basename(args.corpus),
                    "docs": len(docs) - 1}
+            if "median_us" in outs[0]:
+                row["median_us"] = round(statistics.median(o["median_us"] for o in outs), 1)
+                row["p90_us"] = round(statistics.median(o["p90_us"] for o in outs), 1)
             rows.append(row)
             print(json.dumps(row), flush=True)
     os.unlink(docs_file)
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    print("\n| tokenizer | method | threads | MB/s | ids equal HF |")
-    print("|---|---|---|---|---|")
+    print("\n| tokenizer | method | threads | MB/s | median us/call | ids equal HF |")
+    print("|---|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['tokenizer']} | {row['method']} | {row['threads']} | {row['mb_per_s']} | "
-              f"{'yes' if row['exact_ids'] else 'NO'} |")
+              f"{row.get('median_us', '-')} | {'yes' if row['exact_ids'] else 'NO'} |")
 
 
 if __name__ == "__main__":
