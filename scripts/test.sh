@@ -8,13 +8,23 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 step() { printf '\n== %s (%ss elapsed)\n' "$*" "$SECONDS" >&2; }
 
 python_tests() {
-    # Hook for the Python binding: once lopt-py/ has tests, build it and run pytest here.
-    if [ -d lopt-py/tests ]; then
-        step "pytest lopt-py/tests"
-        python3 -m pytest -q lopt-py/tests
-    else
-        step "NOTICE: no lopt-py/tests yet; Python tests skipped"
-    fi
+    # The Python package: a venv under target/ (pinned packages from PyPI; pip caches the
+    # wheels), the wheel built once in release mode into it, then pytest.
+    local venv=target/py-venv
+    step "Python: venv $venv"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r lopt-py/requirements-test.txt
+    step "Python: cargo fmt --check and clippy (lopt-py)"
+    cargo fmt --manifest-path lopt-py/Cargo.toml --check
+    CARGO_TARGET_DIR=target cargo clippy --manifest-path lopt-py/Cargo.toml --all-targets -- -D warnings
+    step "Python: build the wheel (release)"
+    rm -rf target/py-wheels
+    CARGO_TARGET_DIR=target "$venv/bin/maturin" build --quiet --release -m lopt-py/Cargo.toml \
+        --interpreter "$venv/bin/python" --out target/py-wheels
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps \
+        target/py-wheels/lopt-*.whl
+    step "pytest lopt-py/tests"
+    "$venv/bin/pytest" -q lopt-py/tests
 }
 
 if [ "${1:-}" = "--python-only" ]; then

@@ -1,0 +1,508 @@
+"""``lopt.Tokenizer``: a drop-in for ``tokenizers.Tokenizer`` that encodes long texts on all cores.
+
+Design (see the README's Python section for the table of what runs where):
+
+* A real ``tokenizers.Tokenizer`` (``_hf``) is kept inside, built from the same JSON. It is the
+  source of truth for the tokenizer's definition and settings: every setter is applied to it
+  first, so its ``truncation``/``padding`` dictionaries, ``to_str()``, ``save()`` and pickling are
+  HF's own. Everything lopt has no native code for is handed to it (exact, sequential).
+* ``_core`` is the native lopt tokenizer built from ``_hf.to_str()``. It is rebuilt only when the
+  definition changes (``add_tokens``, a new component, ``train``), never for truncation or
+  padding.
+* ``_state`` is an immutable snapshot of the per-call settings, replaced (under ``_lock``) when one
+  changes and read once per call without the lock: an encode never waits for a setter and always
+  sees one consistent set of settings.
+* ``_lock`` serialises the calls into ``_hf`` that release the GIL and the calls that change it,
+  which is what makes HF raise "Already borrowed" when threads share one object.
+* Fork safety: a forked child has no thread-pool threads. ``os.register_at_fork`` bumps a
+  generation counter; a tokenizer used in a child from before the fork leaks its old core
+  (tearing its pool down could wait on a lock held at the fork) and builds a new one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import sys
+import threading
+import warnings
+from typing import Any, NamedTuple, Optional
+
+import tokenizers
+
+from . import _lopt
+from ._lopt import Encoding, LoptError
+
+__all__ = ["Tokenizer", "SequentialWarning", "default_threads"]
+
+
+class SequentialWarning(UserWarning):
+    """A tokenizer has a component lopt cannot cut at: its texts are encoded whole (still exact)."""
+
+
+# Values of TOKENIZERS_PARALLELISM that turn parallelism off, as HF `tokenizers` reads them.
+_OFF = {"", "off", "false", "f", "no", "n", "0"}
+
+_fork_generation = 0
+
+
+def _after_fork_in_child() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def default_threads() -> Optional[int]:
+    """Threads for a tokenizer built without ``threads=``: 1 when ``TOKENIZERS_PARALLELISM`` is
+    off, else ``RAYON_NUM_THREADS`` when set, else ``None`` (one per available core)."""
+    parallelism = os.environ.get("TOKENIZERS_PARALLELISM")
+    if parallelism is not None and parallelism.strip().lower() in _OFF:
+        return 1
+    rayon = os.environ.get("RAYON_NUM_THREADS", "").strip()
+    if rayon.isdigit() and int(rayon) > 0:
+        return int(rayon)
+    return None
+
+
+class _State(NamedTuple):
+    truncation: Optional[dict]
+    padding: Optional[dict]
+    encode_special_tokens: bool
+    # Whether the native core encodes single texts with these settings.
+    native: bool
+
+
+def _caller_level() -> int:
+    """The ``stacklevel`` of the first frame outside this package (warnings point at the user's
+    line, whichever constructor they called)."""
+    package = os.path.dirname(__file__)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == package:
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def _reraise(err: BaseException) -> None:
+    """HF's panics derive from BaseException (``except Exception`` misses them): make them
+    ``LoptError``s; re-raise everything else unchanged."""
+    if type(err).__name__ == "PanicException":
+        raise LoptError(f"tokenizers panicked: {_one_line(str(err))}") from None
+    raise err
+
+
+def _wrap(encoding: Any) -> Encoding:
+    return Encoding._from_state(encoding.__getstate__())
+
+
+def _unwrap(encoding: Any) -> tokenizers.Encoding:
+    if isinstance(encoding, tokenizers.Encoding):
+        return encoding
+    hf = tokenizers.Encoding()
+    hf.__setstate__(encoding.__getstate__())
+    return hf
+
+
+class Tokenizer:
+    """A ``tokenizers.Tokenizer`` with the same methods and results, encoding long texts on all
+    cores (``threads=``, default: ``RAYON_NUM_THREADS``, else every core; 1 when
+    ``TOKENIZERS_PARALLELISM`` is off).
+
+    ``Tokenizer(obj)`` takes a ``tokenizers.Tokenizer`` (which it keeps and owns from then on:
+    change it through this object only) or a ``tokenizers.models`` model.
+    """
+
+    def __init__(self, tokenizer: Any, threads: Optional[int] = None) -> None:
+        if isinstance(tokenizer, Tokenizer):
+            hf = tokenizers.Tokenizer.from_str(tokenizer.to_str())
+            hf.encode_special_tokens = tokenizer.encode_special_tokens
+        elif isinstance(tokenizer, tokenizers.Tokenizer):
+            hf = tokenizer
+        else:
+            hf = tokenizers.Tokenizer(tokenizer)
+        self._adopt(hf, threads)
+
+    # ----------------------------------------------------------------------------- loading
+
+    @classmethod
+    def from_str(cls, json: str, threads: Optional[int] = None) -> "Tokenizer":
+        """Builds a tokenizer from the text of a ``tokenizer.json``."""
+        return cls(cls._load(tokenizers.Tokenizer.from_str, json), threads)
+
+    @classmethod
+    def from_file(cls, path: "str | os.PathLike[str]", threads: Optional[int] = None) -> "Tokenizer":
+        """Loads a ``tokenizer.json`` file."""
+        with open(path, "rb") as file:
+            return cls.from_buffer(file.read(), threads)
+
+    @classmethod
+    def from_buffer(cls, buffer: bytes, threads: Optional[int] = None) -> "Tokenizer":
+        """Builds a tokenizer from the bytes of a ``tokenizer.json``."""
+        return cls(cls._load(tokenizers.Tokenizer.from_buffer, buffer), threads)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        identifier: str,
+        revision: str = "main",
+        token: Optional[str] = None,
+        threads: Optional[int] = None,
+    ) -> "Tokenizer":
+        """Loads ``tokenizer.json`` of a HuggingFace Hub model: a local directory or file, else
+        the local HuggingFace cache (offline), else a download through ``huggingface_hub`` when
+        it is installed."""
+        from ._hub import find_tokenizer_json
+
+        return cls.from_file(find_tokenizer_json(identifier, revision, token), threads)
+
+    @staticmethod
+    def _load(load: Any, source: Any) -> tokenizers.Tokenizer:
+        try:
+            return load(source)
+        except BaseException as err:  # noqa: BLE001 - PanicException is a BaseException
+            if isinstance(err, (KeyboardInterrupt, SystemExit, MemoryError)):
+                raise
+            raise LoptError(f"not a valid tokenizer.json: {_one_line(str(err))}") from None
+
+    def _adopt(self, hf: tokenizers.Tokenizer, threads: Optional[int]) -> None:
+        if threads is not None and (not isinstance(threads, int) or threads < 1):
+            raise LoptError(f"threads must be a positive integer, not {threads!r}")
+        self._hf = hf
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._generation = _fork_generation
+        self._warned = False
+        self._build()
+
+    def _build(self) -> None:
+        """(Re)builds the native core from the inner tokenizer (caller holds ``_lock`` or owns
+        the object)."""
+        threads = self._threads if self._threads is not None else default_threads()
+        core = _lopt.Core.from_str(self._hf.to_str(), threads)
+        reason = core.sequential_reason
+        if reason is not None and not self._warned:
+            self._warned = True
+            warnings.warn(
+                f"lopt encodes this tokenizer's texts whole, one thread per text (exact, not "
+                f"parallel): {reason}",
+                SequentialWarning,
+                stacklevel=_caller_level(),
+            )
+        self._core = core
+        self._core_settings = (self._hf.truncation, self._hf.padding)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        hf = self._hf
+        truncation, padding, special = hf.truncation, hf.padding, hf.encode_special_tokens
+        native = not special and (truncation, padding) == self._core_settings
+        self._state = _State(truncation, padding, special, native)
+
+    def _live(self) -> "_lopt.Core":
+        if self._generation != _fork_generation:
+            self._after_fork()
+        return self._core
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+        self._core.leak()
+        self._generation = _fork_generation
+        self._build()
+
+    def _locked(self) -> threading.Lock:
+        self._live()
+        return self._lock
+
+    def _call_hf(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        with self._locked():
+            try:
+                return getattr(self._hf, name)(*args, **kwargs)
+            except BaseException as err:  # noqa: BLE001
+                _reraise(err)
+
+    def _change(self, name: str, *args: Any, rebuild: bool = False, **kwargs: Any) -> Any:
+        """Applies a change to the inner tokenizer, then refreshes the settings snapshot (and
+        rebuilds the core when the tokenizer's definition changed)."""
+        with self._locked():
+            try:
+                result = getattr(self._hf, name)(*args, **kwargs)
+            except BaseException as err:  # noqa: BLE001
+                _reraise(err)
+            if rebuild:
+                self._build()
+            else:
+                self._refresh()
+            return result
+
+    # ----------------------------------------------------------------------------- encoding
+
+    def encode(
+        self,
+        sequence: Any,
+        pair: Any = None,
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> Encoding:
+        """Encodes a text (or a pair, or pre-tokenized input) as ``tokenizers.Tokenizer.encode``
+        does; offsets are character offsets. A single text is encoded by lopt with the GIL
+        released; anything else by the inner HF tokenizer."""
+        state = self._state
+        if state.native and pair is None and not is_pretokenized and isinstance(sequence, str):
+            return self._live().encode(sequence, add_special_tokens)
+        return _wrap(self._call_hf("encode", sequence, pair, is_pretokenized, add_special_tokens))
+
+    def encode_batch(
+        self, input: Any, is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> "list[Encoding]":
+        """Encodes a batch as ``tokenizers.Tokenizer.encode_batch`` does. A list of texts is
+        encoded by lopt (all texts' chunks share the thread pool); pairs and pre-tokenized input
+        by the inner HF tokenizer."""
+        state = self._state
+        if state.native and not is_pretokenized and not isinstance(input, str):
+            encodings = self._live().encode_batch(input, add_special_tokens)
+            if encodings is not None:
+                return encodings
+        return [_wrap(e) for e in self._call_hf("encode_batch", input, is_pretokenized, add_special_tokens)]
+
+    def encode_batch_fast(
+        self, input: Any, is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> "list[Encoding]":
+        """As ``tokenizers``: like ``encode_batch`` without offsets (handed to HF)."""
+        return [_wrap(e) for e in self._call_hf("encode_batch_fast", input, is_pretokenized, add_special_tokens)]
+
+    async def async_encode(
+        self, sequence: Any, pair: Any = None, is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> Encoding:
+        """``encode`` on a worker thread (the GIL is released while lopt encodes)."""
+        call = functools.partial(self.encode, sequence, pair, is_pretokenized, add_special_tokens)
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def async_encode_batch(
+        self, input: Any, is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> "list[Encoding]":
+        """``encode_batch`` on a worker thread."""
+        call = functools.partial(self.encode_batch, input, is_pretokenized, add_special_tokens)
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    async def async_encode_batch_fast(
+        self, input: Any, is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> "list[Encoding]":
+        """``encode_batch_fast`` on a worker thread."""
+        call = functools.partial(self.encode_batch_fast, input, is_pretokenized, add_special_tokens)
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    def encode_ids(self, text: str, add_special_tokens: bool = True) -> Any:
+        """The ids of one text as a ``numpy.uint32`` array, without building Python objects per
+        token (needs numpy)."""
+        import numpy as np
+
+        state = self._state
+        if state.native and isinstance(text, str):
+            return np.frombuffer(self._live().encode_ids(text, add_special_tokens), dtype=np.uint32)
+        return np.asarray(self.encode(text, add_special_tokens=add_special_tokens).ids, dtype=np.uint32)
+
+    def encode_batch_ids(self, texts: Any, add_special_tokens: bool = True) -> "tuple[Any, Any]":
+        """The ids of many texts as one flat ``numpy.uint32`` array and ``int64`` row offsets
+        (``len(texts) + 1``; row ``i`` is ``ids[offsets[i]:offsets[i + 1]]``) (needs numpy)."""
+        import numpy as np
+
+        state = self._state
+        if state.native and not isinstance(texts, str):
+            out = self._live().encode_batch_ids(texts, add_special_tokens)
+            if out is not None:
+                ids, rows = out
+                return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(rows, dtype=np.int64)
+        encodings = self.encode_batch(texts, add_special_tokens=add_special_tokens)
+        rows = np.zeros(len(encodings) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encodings], out=rows[1:])
+        ids = np.fromiter((i for e in encodings for i in e.ids), dtype=np.uint32, count=int(rows[-1]))
+        return ids, rows
+
+    def post_process(self, encoding: Any, pair: Any = None, add_special_tokens: bool = True) -> Encoding:
+        """As ``tokenizers``: truncation, post-processor and padding on existing encodings."""
+        pair = None if pair is None else _unwrap(pair)
+        return _wrap(self._call_hf("post_process", _unwrap(encoding), pair, add_special_tokens))
+
+    # ----------------------------------------------------------------------------- decoding
+
+    def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
+        """Decodes ids (handed to the inner HF tokenizer)."""
+        return self._call_hf("decode", ids, skip_special_tokens)
+
+    def decode_batch(self, sequences: Any, skip_special_tokens: bool = True) -> "list[str]":
+        """Decodes a batch of id lists (handed to the inner HF tokenizer)."""
+        return self._call_hf("decode_batch", sequences, skip_special_tokens)
+
+    async def async_decode_batch(self, sequences: Any, skip_special_tokens: bool = True) -> "list[str]":
+        """``decode_batch`` on a worker thread."""
+        call = functools.partial(self.decode_batch, sequences, skip_special_tokens)
+        return await asyncio.get_running_loop().run_in_executor(None, call)
+
+    # ----------------------------------------------------------------------------- settings
+
+    def enable_truncation(self, max_length: int, **kwargs: Any) -> None:
+        """As ``tokenizers`` (``stride``, ``strategy``, ``direction``); does not rebuild."""
+        self._change("enable_truncation", max_length, **kwargs)
+
+    def no_truncation(self) -> None:
+        self._change("no_truncation")
+
+    @property
+    def truncation(self) -> Optional[dict]:
+        """The truncation settings, with HF's keys (``enable_truncation(**t)`` restores them)."""
+        truncation = self._state.truncation
+        return None if truncation is None else dict(truncation)
+
+    def enable_padding(self, **kwargs: Any) -> None:
+        """As ``tokenizers`` (``direction``, ``pad_id``, ``pad_type_id``, ``pad_token``,
+        ``length``, ``pad_to_multiple_of``); does not rebuild. Lengths over
+        ``lopt.MAX_PADDING_LENGTH`` are refused."""
+        for key in ("length", "pad_to_multiple_of"):
+            value = kwargs.get(key)
+            if isinstance(value, int) and value > _lopt.MAX_PADDING_LENGTH:
+                raise LoptError(f"padding {key} {value} is over lopt's limit of {_lopt.MAX_PADDING_LENGTH} tokens")
+        self._change("enable_padding", **kwargs)
+
+    def no_padding(self) -> None:
+        self._change("no_padding")
+
+    @property
+    def padding(self) -> Optional[dict]:
+        """The padding settings, with HF's keys (``enable_padding(**p)`` restores them)."""
+        padding = self._state.padding
+        return None if padding is None else dict(padding)
+
+    @property
+    def encode_special_tokens(self) -> bool:
+        """Whether special tokens in the text are split like ordinary text."""
+        return self._state.encode_special_tokens
+
+    @encode_special_tokens.setter
+    def encode_special_tokens(self, value: bool) -> None:
+        with self._locked():
+            self._hf.encode_special_tokens = value
+            self._refresh()
+
+    # ----------------------------------------------------------------------------- definition
+
+    def add_tokens(self, tokens: Any) -> int:
+        """Adds tokens (as ``tokenizers``) and rebuilds the native tokenizer."""
+        return self._change("add_tokens", tokens, rebuild=True)
+
+    def add_special_tokens(self, tokens: Any) -> int:
+        """Adds special tokens (as ``tokenizers``) and rebuilds the native tokenizer."""
+        return self._change("add_special_tokens", tokens, rebuild=True)
+
+    def train(self, files: Any, trainer: Any = None) -> None:
+        self._change("train", files, trainer, rebuild=True)
+
+    def train_from_iterator(self, iterator: Any, trainer: Any = None, length: Optional[int] = None) -> None:
+        self._change("train_from_iterator", iterator, trainer, length, rebuild=True)
+
+    def _component(name: str, rebuild: bool) -> property:  # type: ignore[misc]  # noqa: N805
+        def get(self: "Tokenizer") -> Any:
+            return getattr(self._hf, name)
+
+        def set_(self: "Tokenizer", value: Any) -> None:
+            with self._locked():
+                setattr(self._hf, name, value)
+                if rebuild:
+                    self._build()
+
+        return property(get, set_, doc=f"The inner tokenizer's {name} (a ``tokenizers`` object); "
+                        "assigning one rebuilds the native tokenizer.")
+
+    model = _component("model", True)
+    normalizer = _component("normalizer", True)
+    pre_tokenizer = _component("pre_tokenizer", True)
+    post_processor = _component("post_processor", True)
+    decoder = _component("decoder", False)
+    del _component
+
+    def refresh(self) -> None:
+        """Rebuilds the native tokenizer from the inner one: call it after changing a component
+        object in place (``tok.pre_tokenizer.add_prefix_space = ...``), which lopt cannot see."""
+        with self._locked():
+            self._build()
+
+    # ----------------------------------------------------------------------------- vocabulary
+
+    def token_to_id(self, token: str) -> Optional[int]:
+        return self._hf.token_to_id(token)
+
+    def id_to_token(self, id: int) -> Optional[str]:
+        return self._hf.id_to_token(id)
+
+    def get_vocab(self, with_added_tokens: bool = True) -> "dict[str, int]":
+        return self._hf.get_vocab(with_added_tokens)
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        return self._hf.get_vocab_size(with_added_tokens)
+
+    def get_added_tokens_decoder(self) -> "dict[int, tokenizers.AddedToken]":
+        return self._hf.get_added_tokens_decoder()
+
+    def num_special_tokens_to_add(self, is_pair: bool) -> int:
+        return self._hf.num_special_tokens_to_add(is_pair)
+
+    # ----------------------------------------------------------------------------- saving
+
+    def to_str(self, pretty: bool = False) -> str:
+        return self._hf.to_str(pretty)
+
+    def save(self, path: str, pretty: bool = True) -> None:
+        self._hf.save(os.fspath(path), pretty)
+
+    def __getstate__(self) -> bytes:
+        """HF's state (the ``tokenizer.json`` bytes, settings included)."""
+        return self._hf.__getstate__()
+
+    def __setstate__(self, state: bytes) -> None:
+        self._adopt(tokenizers.Tokenizer.from_buffer(bytes(state)), None)
+
+    def __reduce__(self) -> Any:
+        return (_restore, (self.__getstate__(), self._threads, self.encode_special_tokens))
+
+    def __deepcopy__(self, memo: Any) -> "Tokenizer":
+        return _restore(self.__getstate__(), self._threads, self.encode_special_tokens)
+
+    def __copy__(self) -> "Tokenizer":
+        return self.__deepcopy__({})
+
+    # ----------------------------------------------------------------------------- lopt's own
+
+    @property
+    def threads(self) -> int:
+        """The number of threads lopt encodes with."""
+        return self._live().threads
+
+    @property
+    def engine(self) -> str:
+        """lopt's engine for this tokenizer: ``bpe``, ``wordpiece`` or ``hf``."""
+        return self._live().engine
+
+    @property
+    def sequential_reason(self) -> Optional[str]:
+        """Why this tokenizer's texts are encoded whole (``None`` when lopt cuts them)."""
+        return self._live().sequential_reason
+
+    @property
+    def backend(self) -> tokenizers.Tokenizer:
+        """The inner ``tokenizers.Tokenizer`` (read it; change settings through this object)."""
+        return self._hf
+
+    def __repr__(self) -> str:
+        return f"lopt.Tokenizer(engine={self.engine!r}, threads={self.threads})"
+
+
+def _restore(state: bytes, threads: Optional[int], encode_special_tokens: bool) -> Tokenizer:
+    hf = tokenizers.Tokenizer.from_buffer(bytes(state))
+    hf.encode_special_tokens = encode_special_tokens
+    return Tokenizer(hf, threads)

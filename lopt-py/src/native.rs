@@ -1,0 +1,179 @@
+//! [`Core`]: a built `lopt::Tokenizer` as seen from Python.
+//!
+//! Invariants: the GIL is released for every encode (a single text too) and for loading; texts
+//! are borrowed from their Python `str` objects (UTF-8 views, no copy) and those objects are kept
+//! alive by the caller's frame for the whole call; a `Core` is immutable (`frozen`), so Python
+//! threads share it without borrow flags.
+
+use std::sync::Arc;
+
+use pyo3::prelude::*;
+use pyo3::types::{PyByteArray, PyString};
+
+use crate::encoding::Encoding;
+use crate::guarded;
+
+/// A lopt tokenizer: parallel, exact encoding of single texts and batches.
+#[pyclass(module = "lopt._lopt", frozen)]
+pub(crate) struct Core {
+    tokenizer: Arc<lopt::Tokenizer>,
+    /// Whether the tokenizer has a post-processor: HF then records the sequence's token range
+    /// in each encoding (`sequence_ids` is `None` on the specials), otherwise it does not.
+    has_ranges: bool,
+}
+
+/// The `str` items of a list or tuple, or `None` when any item is something else (a pair, a
+/// pre-tokenized list): the Python side then hands the whole batch to HF.
+fn strings<'py>(texts: &Bound<'py, PyAny>) -> PyResult<Option<Vec<Bound<'py, PyString>>>> {
+    let mut out = Vec::with_capacity(texts.len().unwrap_or(0));
+    for item in texts.try_iter()? {
+        match item?.cast_into::<PyString>() {
+            Ok(s) => out.push(s),
+            Err(_) => return Ok(None),
+        }
+    }
+    Ok(Some(out))
+}
+
+fn views<'a>(texts: &'a [Bound<'_, PyString>]) -> PyResult<Vec<&'a str>> {
+    texts.iter().map(|t| t.to_str()).collect()
+}
+
+/// `values` as native-endian bytes in a new `bytearray` (numpy reads it without a copy).
+fn bytearray<'py, T: Copy, const N: usize>(
+    py: Python<'py>,
+    values: impl ExactSizeIterator<Item = T>,
+    to_bytes: impl Fn(T) -> [u8; N],
+) -> PyResult<Bound<'py, PyByteArray>> {
+    let len = values.len() * N;
+    PyByteArray::new_with(py, len, |buf| {
+        for (chunk, value) in buf.chunks_exact_mut(N).zip(values) {
+            chunk.copy_from_slice(&to_bytes(value));
+        }
+        Ok(())
+    })
+}
+
+#[pymethods]
+impl Core {
+    /// Builds a tokenizer from the text of a `tokenizer.json`; `threads=None` means one per core.
+    #[staticmethod]
+    #[pyo3(signature = (json, threads=None))]
+    fn from_str(py: Python<'_>, json: &str, threads: Option<usize>) -> PyResult<Core> {
+        let tokenizer = py.detach(|| {
+            guarded(|| {
+                let builder = lopt::TokenizerBuilder::new();
+                let builder = match threads {
+                    Some(n) => builder.threads(n),
+                    None => builder,
+                };
+                builder.build_from_bytes(json.as_bytes())
+            })
+        })?;
+        let has_ranges = tokenizer.hf().get_post_processor().is_some();
+        Ok(Core { tokenizer: Arc::new(tokenizer), has_ranges })
+    }
+
+    /// Why this tokenizer encodes each text whole (`None` when it cuts long texts in parallel).
+    #[getter]
+    fn sequential_reason(&self) -> Option<String> {
+        match self.tokenizer.parallelism() {
+            lopt::Parallelism::Sequential { reason } => Some(reason.clone()),
+            _ => None,
+        }
+    }
+
+    /// The engine that tokenizes (`bpe`, `wordpiece`, `hf`).
+    #[getter]
+    fn engine(&self) -> &'static str {
+        self.tokenizer.engine_name()
+    }
+
+    /// The number of threads of the tokenizer's pool.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.tokenizer.threads()
+    }
+
+    /// Encodes one text.
+    #[pyo3(signature = (text, add_special_tokens=true))]
+    fn encode(&self, py: Python<'_>, text: Bound<'_, PyString>, add_special_tokens: bool) -> PyResult<Encoding> {
+        let view = text.to_str()?;
+        let encoding = py.detach(|| guarded(|| self.tokenizer.encode(view, add_special_tokens)))?;
+        Ok(Encoding::native(encoding, text.unbind(), self.has_ranges))
+    }
+
+    /// Encodes a list of texts; `None` when an item is not a `str`.
+    #[pyo3(signature = (texts, add_special_tokens=true))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        add_special_tokens: bool,
+    ) -> PyResult<Option<Vec<Encoding>>> {
+        let Some(texts) = strings(texts)? else { return Ok(None) };
+        let encodings = {
+            let views = views(&texts)?;
+            py.detach(|| guarded(|| self.tokenizer.encode_batch(&views, add_special_tokens)))?
+        };
+        Ok(Some(
+            encodings
+                .into_iter()
+                .zip(texts)
+                .map(|(encoding, text)| Encoding::native(encoding, text.unbind(), self.has_ranges))
+                .collect(),
+        ))
+    }
+
+    /// The ids of one text as native-endian `uint32` bytes.
+    #[pyo3(signature = (text, add_special_tokens=true))]
+    fn encode_ids<'py>(
+        &self,
+        py: Python<'py>,
+        text: Bound<'py, PyString>,
+        add_special_tokens: bool,
+    ) -> PyResult<Bound<'py, PyByteArray>> {
+        let view = text.to_str()?;
+        let encoding = py.detach(|| guarded(|| self.tokenizer.encode(view, add_special_tokens)))?;
+        bytearray(py, encoding.ids().iter().copied(), u32::to_ne_bytes)
+    }
+
+    /// The ids of many texts, concatenated, as native-endian `uint32` bytes, and the `int64`
+    /// row offsets (`len(texts) + 1` of them: row `i` is `ids[offsets[i]:offsets[i + 1]]`);
+    /// `None` when an item is not a `str`.
+    #[pyo3(signature = (texts, add_special_tokens=true))]
+    #[allow(clippy::type_complexity)]
+    fn encode_batch_ids<'py>(
+        &self,
+        py: Python<'py>,
+        texts: &Bound<'py, PyAny>,
+        add_special_tokens: bool,
+    ) -> PyResult<Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>> {
+        let Some(texts) = strings(texts)? else { return Ok(None) };
+        let encodings = {
+            let views = views(&texts)?;
+            py.detach(|| guarded(|| self.tokenizer.encode_batch(&views, add_special_tokens)))?
+        };
+        let mut rows = Vec::with_capacity(encodings.len() + 1);
+        rows.push(0i64);
+        let mut total = 0usize;
+        for encoding in &encodings {
+            total += encoding.len();
+            rows.push(i64::try_from(total).unwrap_or(i64::MAX));
+        }
+        let ids = bytearray(
+            py,
+            encodings.iter().flat_map(|e| e.ids().iter().copied()).collect::<Vec<_>>().into_iter(),
+            u32::to_ne_bytes,
+        )?;
+        let rows = bytearray(py, rows.into_iter(), i64::to_ne_bytes)?;
+        Ok(Some((ids, rows)))
+    }
+
+    /// Keeps this tokenizer's memory and thread pool alive for good. Called in a forked child on
+    /// the parent's tokenizer: its pool's threads do not exist there, and tearing the pool down
+    /// could wait on a lock that a parent thread held at the fork.
+    fn leak(&self) {
+        std::mem::forget(Arc::clone(&self.tokenizer));
+    }
+}
