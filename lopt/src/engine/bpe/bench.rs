@@ -207,11 +207,12 @@ fn seed_ab() {
         let seeded = BpeEngine::new(&json).unwrap();
         let load = t.elapsed();
         let mut plain = BpeEngine::new(&json).unwrap();
-        plain.seed = super::SeedCache::default();
+        plain.seed = Arc::new(std::sync::OnceLock::new());
+        let seed = seeded.seed.wait();
         println!(
             "{name}: build {load:?} (HF from_bytes {hf_load:?}), seed {} entries-bytes {} KiB",
-            seeded.seed.len(),
-            seeded.seed.heap_bytes() >> 10
+            seed.len(),
+            seed.heap_bytes() >> 10
         );
         for corpus in corpora.split(',') {
             let (docs, warm) = docs(&format!("{corpus}.jsonl"), mb << 20, 1 << 20);

@@ -29,7 +29,7 @@ mod pretok;
 mod table;
 mod unicode;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
@@ -45,9 +45,13 @@ pub(crate) struct BpeEngine {
     added: AddedVocab,
     nfc: bool,
     pre_tokenizer: PreTokenizer,
-    model: BpeModel,
-    /// Every short vocabulary entry's tokens, read by all threads before their own cache.
-    seed: SeedCache,
+    model: Arc<BpeModel>,
+    /// Every short vocabulary entry's tokens ([`SeedCache`]), read by all threads when their own
+    /// cache misses. Built on a background thread so that loading does not wait for it (about as
+    /// long as the rest of the build); until it is there, words are merged as without it, which
+    /// gives the same tokens. `LOPT_SEED=sync` builds it before `new` returns, `LOPT_SEED=off`
+    /// never (measurements).
+    seed: Arc<OnceLock<SeedCache>>,
     /// Pre-token caches, one lent to each running `encode_segment` (see [`cache`]).
     caches: Mutex<Vec<WordCache>>,
 }
@@ -79,7 +83,21 @@ impl BpeEngine {
         if nfc {
             unicode::init_nfc();
         }
-        let seed = if std::env::var_os("LOPT_NO_SEED").is_some() { SeedCache::default() } else { model.seed_cache() };
+        let model = Arc::new(model);
+        let seed = Arc::new(OnceLock::new());
+        match std::env::var("LOPT_SEED").as_deref() {
+            Ok("off") => {}
+            Ok("sync") => {
+                let _ = seed.set(model.seed_cache());
+            }
+            _ => {
+                let (model, seed) = (Arc::clone(&model), Arc::clone(&seed));
+                // Without a thread the engine simply runs unseeded.
+                let _ = std::thread::Builder::new().name("lopt-bpe-seed".into()).spawn(move || {
+                    let _ = seed.set(model.seed_cache());
+                });
+            }
+        }
         Ok(BpeEngine {
             added,
             nfc,
@@ -298,8 +316,11 @@ impl Run<'_> {
         let engine = self.engine;
         // A miss in this thread's cache, but perhaps a vocabulary entry: remembered here too, so
         // that its next lookups stay in this thread's smaller, warmer table.
-        if let Some((hit, splits)) =
-            (bytes.len() <= cache::SEED_MAX_LEN).then(|| engine.seed.get(text.str.as_bytes(), start, end)).flatten()
+        if let Some((hit, splits)) = engine
+            .seed
+            .get()
+            .filter(|_| bytes.len() <= cache::SEED_MAX_LEN)
+            .and_then(|seed| seed.get(text.str.as_bytes(), start, end))
         {
             match hit {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, bytes.len() as u32)]),
