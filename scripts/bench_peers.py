@@ -140,7 +140,10 @@ def run_cell(method, threads, path, name, docs_file, batch=0):
         env["TOKENIZERS_PARALLELISM"] = "true"
     if method.startswith("lopt"):
         engine = "hf" if method == "lopt-hf" else "auto"
-        cmd = [os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt")), "bench", "--tokenizer", path,
+        # `lopt-base`: a second lopt binary (e.g. a copy of main's build) measured in the same run.
+        default = os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt"))
+        binary = os.environ.get("LOPT_BASE_BIN", default) if method == "lopt-base" else default
+        cmd = [binary, "bench", "--tokenizer", path,
                "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--ids", docs_file]
         if batch:
             cmd[-1:-1] = ["--batch", str(batch)]
