@@ -11,6 +11,10 @@ use crate::plot::Figure;
 use crate::report::Row;
 use crate::runner::{method_lines, Defaults, Job, Runner};
 
+/// Runs `batch-size`: every method on batches of each size, interleaved per batch.
+///
+/// # Errors
+/// Invalid flags, unreadable inputs, a method failing on a text, or unwritable results.
 pub fn run(a: BatchSizeArgs) -> Result<()> {
     let mut sizes = a.batch_sizes.clone();
     sizes.sort_unstable();

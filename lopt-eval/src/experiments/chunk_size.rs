@@ -9,6 +9,10 @@ use crate::methods::{Ctx, Method};
 use crate::plot::{Figure, Series};
 use crate::runner::{context_sweep, hf_line, method_lines, Defaults, Runner};
 
+/// Runs `chunk-size`: lopt's methods at each chunk length, HF once, interleaved per document.
+///
+/// # Errors
+/// Invalid flags, unreadable inputs, a method failing on a text, or unwritable results.
 pub fn run(a: ChunkSizeArgs) -> Result<()> {
     let defaults = Defaults {
         max_docs: Some(8),

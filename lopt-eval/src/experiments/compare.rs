@@ -12,6 +12,10 @@ use crate::methods::{Ctx, Method};
 use crate::report::{self, Row};
 use crate::runner::{measure_corpus, Defaults, Job, Runner};
 
+/// Runs `compare`: every method on every document of every corpus and tokenizer.
+///
+/// # Errors
+/// Invalid flags, unreadable inputs, a method failing on a text, or unwritable results.
 pub fn run(a: CompareArgs) -> Result<()> {
     let defaults = Defaults {
         max_docs: None,

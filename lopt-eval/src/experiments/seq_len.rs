@@ -11,6 +11,10 @@ use crate::output::hf_err;
 use crate::plot::Figure;
 use crate::runner::{fill, method_lines, warm_up, Defaults, Job, Runner};
 
+/// Runs `seq-len`: every method on each document cut to each sequence length.
+///
+/// # Errors
+/// Invalid flags, unreadable inputs, a method failing on a text, or unwritable results.
 pub fn run(a: SeqLenArgs) -> Result<()> {
     let defaults = Defaults {
         max_docs: Some(8),

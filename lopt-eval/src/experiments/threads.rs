@@ -24,6 +24,10 @@ pub fn thread_sweep(n: usize) -> Vec<usize> {
     v
 }
 
+/// Runs `threads`: every method but `hf` at each thread count, HF once, interleaved per document.
+///
+/// # Errors
+/// Invalid flags, unreadable inputs, a method failing on a text, or unwritable results.
 pub fn run(a: ThreadsArgs) -> Result<()> {
     let defaults = Defaults {
         max_docs: Some(8),
