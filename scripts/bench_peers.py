@@ -31,7 +31,7 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BPE = {"qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2"}
+BPE = {"qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "gemma3", "llama2"}
 TIKTOKEN = {"gpt2": "gpt2", "gptoss": "o200k_harmony"}
 
 

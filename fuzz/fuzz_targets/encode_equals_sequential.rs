@@ -14,8 +14,9 @@ use std::sync::{Mutex, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
 
+/// New fixtures go at the end, so that saved inputs keep picking the same tokenizer.
 const FIXTURES: &[&str] =
-    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "bert-base-uncased", "bert-base-cased"];
+    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "bert-base-uncased", "bert-base-cased", "gemma3", "llama2"];
 
 fn fixture_bytes() -> &'static [(&'static str, Vec<u8>)] {
     static CELL: OnceLock<Vec<(&'static str, Vec<u8>)>> = OnceLock::new();

@@ -37,7 +37,13 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     let mut patterns = Vec::new();
     split_patterns(&json["pre_tokenizer"], &mut patterns);
     rows.extend(patterns.into_iter().map(|p| ("split regex", p)));
-    rows.push(("engine", tokenizer.engine_name().to_owned()));
+    rows.push((
+        "engine",
+        match tokenizer.engine_reason() {
+            Some(reason) => format!("{} (no native engine: {reason})", tokenizer.engine_name()),
+            None => tokenizer.engine_name().to_owned(),
+        },
+    ));
     rows.push(("threads", tokenizer.threads().to_string()));
     rows.push((
         "parallel",

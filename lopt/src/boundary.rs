@@ -16,12 +16,26 @@
 //!    context); later stages work per piece and cannot undo that;
 //! 4. model: works per piece (BPE without dropout, WordPiece, WordLevel, Unigram).
 //!
+//! SentencePiece-style tokenizers (Gemma, Llama 2) have no pre-tokenizer that splits: BPE sees
+//! each whole normalized piece between added tokens. For them the cut comes from the vocabulary
+//! ([`PieceRule`]): a merge can only join two symbols when some merge `(a, b)` has `a` ending with
+//! the character before the junction and `b` starting with the one after it, so where no merge
+//! has that pair of characters at its junction, BPE on the whole piece is BPE on the two sides.
+//! The normalizer must then be a per-character map plus a prefix ([`CharMap`]: `Replace` of one
+//! character, `Prepend`); a prefix makes every segment after the first a *continuation* (encoded
+//! without the prefix, [`CutRule::needs_continuation`]), and every cut falls inside one pre-token
+//! ([`CutRule::cuts_inside_words`]).
+//!
 //! A tokenizer with a component whose locality is not argued here gets no rule
 //! ([`Support::Sequential`]) and is encoded in one piece: still exact, just not parallel.
 //! `docs/correctness.md` gives the argument for every check.
 
+use std::collections::{HashMap, HashSet};
+
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
+
+use crate::engine::bpe::table::U64Map;
 
 /// The cut rule of one tokenizer: see the module documentation.
 #[derive(Debug)]
@@ -29,6 +43,8 @@ pub(crate) struct CutRule {
     normalizer: Normalizer,
     stages: Vec<Stage>,
     added: Option<AddedGuard>,
+    /// BPE over whole normalized pieces: the cuts come from the merges (replaces `stages`).
+    pieces: Option<PieceRule>,
 }
 
 /// How the normalizer treats the character at a cut.
@@ -112,6 +128,10 @@ impl CutRule {
             Some("WordPiece" | "WordLevel" | "Unigram") => {}
             other => return Err(format!("model {} is not known to work per pre-token", other.unwrap_or("?"))),
         }
+        if let Some(pieces) = PieceRule::new(json)? {
+            let added = added_guard(&json["added_tokens"], normalizer_is_identity(&json["normalizer"]))?;
+            return Ok(CutRule { normalizer: Normalizer::PerChar, stages: Vec::new(), added, pieces: Some(pieces) });
+        }
         let normalizer = normalizer(&json["normalizer"])?;
         let mut stages = Vec::new();
         pre_tokenizer(&json["pre_tokenizer"], &json["normalizer"], &mut stages)?;
@@ -119,7 +139,19 @@ impl CutRule {
             return Err("the pre-tokenizer never splits the text".into());
         }
         let added = added_guard(&json["added_tokens"], normalizer_is_identity(&json["normalizer"]))?;
-        Ok(CutRule { normalizer, stages, added })
+        Ok(CutRule { normalizer, stages, added, pieces: None })
+    }
+
+    /// Whether segments after the first must be encoded as continuations: without the prefix the
+    /// normalizer puts at the start of every piece (`Prepend`), since a cut is never a piece start.
+    pub(crate) fn needs_continuation(&self) -> bool {
+        self.pieces.as_ref().is_some_and(|p| p.map.prefix.is_some())
+    }
+
+    /// Whether every cut falls inside one pre-token (vocabulary-derived cuts): the pre-token
+    /// before a cut continues in the next segment and is counted once.
+    pub(crate) fn cuts_inside_words(&self) -> bool {
+        self.pieces.is_some()
     }
 
     /// Whether byte position `p` of `text` is a safe cut (see the module documentation).
@@ -128,6 +160,9 @@ impl CutRule {
         let (Some(prev), Some(next)) = (text[..p].chars().next_back(), text[p..].chars().next()) else {
             return false;
         };
+        if let Some(pieces) = &self.pieces {
+            return pieces.separates(prev, next) && self.added.as_ref().is_none_or(|g| g.is_clear(text, p));
+        }
         if !self.normalizer_is_local(next) {
             return false;
         }
@@ -392,6 +427,281 @@ fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
     i
 }
 
+/// The vocabulary-derived rule for BPE over whole normalized pieces (no splitting
+/// pre-tokenizer): see the module documentation and `docs/correctness.md`, section 3.6.
+#[derive(Debug)]
+pub(crate) struct PieceRule {
+    pub(crate) map: CharMap,
+    pub(crate) symbols: Symbols,
+    pub(crate) junctions: Junctions,
+}
+
+impl PieceRule {
+    /// The rule, when the tokenizer has this shape: a BPE model without dropout, a normalizer
+    /// that is a [`CharMap`], and a pre-tokenizer that is absent or never fires after it.
+    /// `Ok(None)` when the shape does not match (other rules may apply).
+    ///
+    /// # Errors
+    /// The reason, when the shape matches but the model's unknown characters could join across a
+    /// cut (byte fallback without all 256 byte tokens, or unknown characters that are dropped).
+    pub(crate) fn new(json: &Value) -> Result<Option<PieceRule>, String> {
+        let model = &json["model"];
+        if model["type"].as_str() != Some("BPE") || model["dropout"].as_f64().is_some_and(|d| d > 0.0) {
+            return Ok(None);
+        }
+        let Ok(map) = CharMap::from_json(&json["normalizer"]) else { return Ok(None) };
+        if !pre_tokenizer_never_fires(&json["pre_tokenizer"], &map) {
+            return Ok(None);
+        }
+        let symbols = Symbols::from_model(model)?;
+        let junctions = Junctions::from_merges(&model["merges"])?;
+        Ok(Some(PieceRule { map, symbols, junctions }))
+    }
+
+    /// Whether no merge can join the symbols of `prev` and `next` (raw characters, adjacent).
+    pub(crate) fn separates(&self, prev: char, next: char) -> bool {
+        let last = self.map.last_char(prev);
+        let first = self.map.first_char(next);
+        let (Some(left), Some(right)) = (self.symbols.right_edge(last), self.symbols.left_edge(first)) else {
+            return false;
+        };
+        if self.symbols.fuse_unk && self.symbols.is_unk(last) && self.symbols.is_unk(first) {
+            return false;
+        }
+        !self.junctions.joins(left, right)
+    }
+}
+
+/// Whether a pre-tokenizer leaves every normalized piece whole: none, or `Split` by a literal
+/// that contains a character the normalizer removes everywhere (Gemma's `Split(" ")` after
+/// `Replace(" " -> "▁")`), so the pattern never matches.
+fn pre_tokenizer_never_fires(json: &Value, map: &CharMap) -> bool {
+    match json["type"].as_str() {
+        None => json.is_null(),
+        Some("Sequence") => {
+            json["pretokenizers"].as_array().is_some_and(|list| list.iter().all(|p| pre_tokenizer_never_fires(p, map)))
+        }
+        Some("Split") => {
+            json["invert"].as_bool() != Some(true)
+                && json["pattern"]["String"].as_str().is_some_and(|s| s.chars().any(|c| map.removes(c)))
+        }
+        Some(_) => false,
+    }
+}
+
+/// A normalizer that replaces single characters by non-empty strings and may prepend a string to
+/// every non-empty piece: `Replace` with a one-character literal pattern, `Prepend`, and
+/// `Sequence`s of them (composed into one map). HF aligns every byte a character turns into to
+/// that character, and the prefix to the piece's first character.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct CharMap {
+    replace: HashMap<char, String>,
+    /// What `Prepend` puts before every non-empty normalized piece.
+    pub(crate) prefix: Option<String>,
+}
+
+impl CharMap {
+    /// # Errors
+    /// When the normalizer is anything else.
+    pub(crate) fn from_json(json: &Value) -> Result<CharMap, String> {
+        let mut map = CharMap::default();
+        map.add(json)?;
+        Ok(map)
+    }
+
+    fn add(&mut self, json: &Value) -> Result<(), String> {
+        match json["type"].as_str() {
+            None if json.is_null() => Ok(()),
+            Some("Sequence") => {
+                for item in json["normalizers"].as_array().ok_or("normalizer Sequence without a list")? {
+                    self.add(item)?;
+                }
+                Ok(())
+            }
+            Some("Replace") => {
+                let pattern = json["pattern"]["String"].as_str().ok_or("Replace by a regex is not a character map")?;
+                let content = json["content"].as_str().ok_or("Replace without content")?;
+                let mut chars = pattern.chars();
+                let (Some(from), None) = (chars.next(), chars.next()) else {
+                    return Err("Replace of more than one character is not a character map".into());
+                };
+                if content.is_empty() {
+                    return Err("Replace by nothing can empty a piece".into());
+                }
+                // Later replacements apply to what earlier ones produced.
+                let from_str = from.to_string();
+                for value in self.replace.values_mut().chain(self.prefix.iter_mut()) {
+                    *value = value.replace(&from_str, content);
+                }
+                self.replace.entry(from).or_insert_with(|| content.to_string());
+                Ok(())
+            }
+            Some("Prepend") => {
+                let prepend = json["prepend"].as_str().ok_or("Prepend without a string")?;
+                if !prepend.is_empty() {
+                    self.prefix = Some(format!("{prepend}{}", self.prefix.take().unwrap_or_default()));
+                }
+                Ok(())
+            }
+            other => Err(format!("normalizer {} is not a character map", other.unwrap_or("?"))),
+        }
+    }
+
+    /// What `c` becomes (`None`: itself).
+    #[inline]
+    pub(crate) fn map(&self, c: char) -> Option<&str> {
+        if self.replace.is_empty() {
+            return None;
+        }
+        self.replace.get(&c).map(String::as_str)
+    }
+
+    /// The replaced characters and what each becomes.
+    pub(crate) fn replacements(&self) -> impl Iterator<Item = (char, &str)> + '_ {
+        self.replace.iter().map(|(&c, s)| (c, s.as_str()))
+    }
+
+    fn last_char(&self, c: char) -> char {
+        self.map(c).and_then(|s| s.chars().next_back()).unwrap_or(c)
+    }
+
+    fn first_char(&self, c: char) -> char {
+        self.map(c).and_then(|s| s.chars().next()).unwrap_or(c)
+    }
+
+    /// Whether `c` never occurs in normalized text: it is replaced, and no replacement or
+    /// prefix contains it.
+    fn removes(&self, c: char) -> bool {
+        self.replace.get(&c).is_some_and(|s| !s.contains(c))
+            && self.replace.values().chain(self.prefix.iter()).all(|s| !s.contains(c))
+    }
+}
+
+/// How BPE starts a normalized character: HF's `merge_word` looks the character up; when the
+/// vocabulary lacks it, byte fallback makes one `<0xXX>` token per byte, else it becomes the
+/// unknown token (fused with unknown neighbours under `fuse_unk`), else it is dropped.
+#[derive(Debug)]
+pub(crate) struct Symbols {
+    known: HashSet<char>,
+    /// Byte fallback is on and all 256 byte tokens exist: no character is ever unknown.
+    byte_fallback: bool,
+    unk: Option<String>,
+    fuse_unk: bool,
+}
+
+impl Symbols {
+    fn from_model(model: &Value) -> Result<Symbols, String> {
+        for key in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if model[key].as_str().is_some_and(|s| !s.is_empty()) {
+                return Err(format!("BPE {key} changes the symbols at a cut"));
+            }
+        }
+        if model["ignore_merges"].as_bool() == Some(true) {
+            return Err("BPE ignore_merges looks up whole pieces".into());
+        }
+        let vocab = model["vocab"].as_object().ok_or("BPE vocab is not an object")?;
+        let known = vocab
+            .keys()
+            .filter_map(|k| {
+                let mut chars = k.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => Some(c),
+                    _ => None,
+                }
+            })
+            .collect();
+        let fallback = model["byte_fallback"].as_bool() == Some(true);
+        let all_bytes = (0..=255u8).all(|b| vocab.contains_key(&format!("<0x{b:02X}>")));
+        if fallback && !all_bytes {
+            return Err("byte fallback without all 256 byte tokens".into());
+        }
+        Ok(Symbols {
+            known,
+            byte_fallback: fallback,
+            unk: model["unk_token"].as_str().filter(|u| vocab.contains_key(*u)).map(str::to_string),
+            fuse_unk: model["fuse_unk"].as_bool() == Some(true),
+        })
+    }
+
+    fn is_unk(&self, c: char) -> bool {
+        !self.byte_fallback && !self.known.contains(&c)
+    }
+
+    /// The last character of the string of the symbol that ends with normalized char `c`;
+    /// `None` when `c` is dropped.
+    fn right_edge(&self, c: char) -> Option<char> {
+        if self.known.contains(&c) {
+            Some(c)
+        } else if self.byte_fallback {
+            Some('>')
+        } else {
+            self.unk.as_deref().and_then(|u| u.chars().next_back())
+        }
+    }
+
+    /// The first character of the string of the symbol that starts with normalized char `c`.
+    fn left_edge(&self, c: char) -> Option<char> {
+        if self.known.contains(&c) {
+            Some(c)
+        } else if self.byte_fallback {
+            Some('<')
+        } else {
+            self.unk.as_deref().and_then(|u| u.chars().next())
+        }
+    }
+}
+
+/// The character pairs at merge junctions: for every merge `(a, b)`, the last character of `a`
+/// and the first of `b`. Two adjacent symbols can only ever merge (directly or inside larger
+/// symbols) across a junction whose pair is here.
+pub(crate) struct Junctions {
+    /// Pairs of ASCII characters, one bit each.
+    ascii: Box<[u128; 128]>,
+    /// All pairs, keyed `left << 32 | right`.
+    all: U64Map,
+}
+
+impl std::fmt::Debug for Junctions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Junctions").field("pairs", &self.all.len()).finish()
+    }
+}
+
+impl Junctions {
+    /// # Errors
+    /// When a merge entry is malformed.
+    pub(crate) fn from_merges(merges: &Value) -> Result<Junctions, String> {
+        let list = merges.as_array().ok_or("BPE merges are not a list")?;
+        let mut junctions = Junctions { ascii: Box::new([0; 128]), all: U64Map::with_capacity(list.len() / 4) };
+        for merge in list {
+            let (a, b) = match merge {
+                Value::String(line) => line.split_once(' ').ok_or_else(|| format!("bad merge {line:?}"))?,
+                Value::Array(pair) if pair.len() == 2 => {
+                    (pair[0].as_str().ok_or("bad merge pair")?, pair[1].as_str().ok_or("bad merge pair")?)
+                }
+                _ => return Err("bad merge entry".into()),
+            };
+            let (Some(left), Some(right)) = (a.chars().next_back(), b.chars().next()) else {
+                return Err("a merge has an empty side".into());
+            };
+            if left.is_ascii() && right.is_ascii() {
+                junctions.ascii[left as usize] |= 1 << (right as u32);
+            }
+            junctions.all.insert(u64::from(left) << 32 | u64::from(right), 1);
+        }
+        Ok(junctions)
+    }
+
+    /// Whether some merge joins a symbol ending with `left` to one starting with `right`.
+    #[inline(always)]
+    pub(crate) fn joins(&self, left: char, right: char) -> bool {
+        if left.is_ascii() && right.is_ascii() {
+            return self.ascii[left as usize] >> (right as u32) & 1 != 0;
+        }
+        self.all.get(u64::from(left) << 32 | u64::from(right)).is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -454,5 +764,50 @@ mod tests {
         // Digit runs are never cut inside; a digit next to a letter is a digit-stage split.
         assert_eq!(cuts(&rule, "a123b"), vec![1, 4]);
         assert_eq!(cuts(&rule, "中文，好"), vec![6, 9]);
+    }
+
+    fn spm(normalizer: Value, pre_tokenizer: Value) -> CutRule {
+        CutRule::new(&serde_json::json!({
+            "model": {"type": "BPE", "byte_fallback": false, "unk_token": "<unk>", "fuse_unk": true,
+                      "vocab": {"<unk>": 0, "a": 1, "b": 2, "▁": 3, "ab": 4, "▁a": 5, "c": 6},
+                      "merges": ["a b", "▁ a"]},
+            "normalizer": normalizer,
+            "pre_tokenizer": pre_tokenizer,
+            "added_tokens": [{"content": "<x>", "normalized": false}],
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn merges_decide_cuts_inside_pieces() {
+        let replace = serde_json::json!({"type": "Replace", "pattern": {"String": " "}, "content": "▁"});
+        let rule = spm(replace.clone(), Value::Null);
+        assert!(rule.cuts_inside_words() && !rule.needs_continuation());
+        // Only "ab" and "▁a" are merge junctions.
+        assert_eq!(cuts(&rule, "ab a ba"), vec![2, 4, 5, 6]);
+        // Unknown characters (no byte fallback) fuse with each other: never cut between two.
+        assert_eq!(cuts(&rule, "zzcz"), vec![2, 3]);
+        // Added tokens block the cuts next to them.
+        assert_eq!(cuts(&rule, "c<x>c c"), vec![5, 6]);
+        // Gemma's literal split on " " never fires after the Replace.
+        let split = serde_json::json!({"type": "Split", "pattern": {"String": " "}, "behavior": "MergedWithPrevious", "invert": false});
+        assert_eq!(cuts(&spm(replace.clone(), split), "ab a ba"), vec![2, 4, 5, 6]);
+        let prepend =
+            serde_json::json!({"type": "Sequence", "normalizers": [{"type": "Prepend", "prepend": "▁"}, replace]});
+        assert!(spm(prepend, Value::Null).needs_continuation());
+    }
+
+    #[test]
+    fn char_maps_compose_in_order() {
+        let json = serde_json::json!({"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": " "},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "_"},
+            {"type": "Replace", "pattern": {"String": "_"}, "content": "-"},
+        ]});
+        let map = CharMap::from_json(&json).unwrap();
+        assert_eq!((map.map(' '), map.map('_'), map.prefix.as_deref()), (Some("-"), Some("-"), Some("-")));
+        assert!(map.removes(' ') && map.removes('_') && !map.removes('-'));
+        let regex = serde_json::json!({"type": "Replace", "pattern": {"Regex": " +"}, "content": "_"});
+        assert!(CharMap::from_json(&regex).is_err());
     }
 }

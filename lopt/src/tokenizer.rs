@@ -12,6 +12,7 @@ use crate::boundary::CutRule;
 use crate::encoding::Encoding;
 use crate::engine::bpe::BpeEngine;
 use crate::engine::hf::HfEngine;
+use crate::engine::spm::SpmEngine;
 use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{one_line, Error, ErrorKind, Result};
@@ -159,6 +160,16 @@ impl TokenizerBuilder {
                 }
             },
         };
+        let (rule, parallelism) = match rule {
+            Some(rule) if rule.needs_continuation() && !engine.encodes_continuations() => {
+                let reason = format!(
+                    "the normalizer's Prepend acts at every segment start and the {} engine cannot leave it out",
+                    engine.name()
+                );
+                (None, Parallelism::Sequential { reason })
+            }
+            rule => (rule, parallelism),
+        };
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("lopt-{i}"))
@@ -301,10 +312,25 @@ impl Tokenizer {
         let starts = starts(cuts);
         let ranges = ranges(&starts, text.len());
         self.pool.install(|| {
-            let segments =
-                ranges.par_iter().map(|r| self.engine.encode_segment(&text[r.clone()])).collect::<Result<Vec<_>>>()?;
+            let segments = ranges.par_iter().map(|r| self.encode_range(text, r)).collect::<Result<Vec<_>>>()?;
             self.finisher.finish(&starts, segments, settings)
         })
+    }
+
+    /// Encodes the segment `text[range]`: a continuation when it follows a cut, and, when cuts
+    /// fall inside pre-tokens, with its last pre-token left uncounted when the next segment
+    /// continues it.
+    fn encode_range(&self, text: &str, range: &std::ops::Range<usize>) -> Result<Segment> {
+        let segment = &text[range.clone()];
+        let mut encoded = if range.start == 0 {
+            self.engine.encode_segment(segment)?
+        } else {
+            self.engine.encode_continuation(segment)?
+        };
+        if range.end < text.len() && self.rule.as_ref().is_some_and(CutRule::cuts_inside_words) {
+            encoded.words = encoded.words.saturating_sub(1);
+        }
+        Ok(encoded)
     }
 
     fn encode_batch_settings<S: AsRef<str> + Sync>(
@@ -355,8 +381,7 @@ impl Tokenizer {
         let mut done = tasks
             .into_par_iter()
             .map(|(doc, range, whole)| {
-                let text = &texts[doc].as_ref()[range];
-                let segment = self.engine.encode_segment(text)?;
+                let segment = self.encode_range(texts[doc].as_ref(), &range)?;
                 if whole {
                     self.finisher.finish(&[0], vec![segment], settings).map(Done::Whole)
                 } else {
@@ -424,7 +449,7 @@ impl Tokenizer {
         &self.parallelism
     }
 
-    /// The engine that tokenizes segments (`hf`, `bpe`, `wordpiece`).
+    /// The engine that tokenizes segments (`hf`, `bpe`, `spm`, `wordpiece`).
     pub fn engine_name(&self) -> &'static str {
         self.engine.name()
     }
@@ -476,15 +501,20 @@ fn starts(mut cuts: Vec<usize>) -> Vec<usize> {
     cuts
 }
 
-/// The native engine for a tokenizer: byte-level BPE, else WordPiece; otherwise why neither.
+/// The native engine for a tokenizer: byte-level BPE, else SentencePiece-style BPE, else WordPiece;
+/// otherwise why none.
 fn native_engine(json: &serde_json::Value) -> std::result::Result<Box<dyn Engine>, String> {
     let bpe = match BpeEngine::new(json) {
         Ok(engine) => return Ok(Box::new(engine)),
         Err(reason) => reason,
     };
+    let spm = match SpmEngine::new(json) {
+        Ok(engine) => return Ok(Box::new(engine)),
+        Err(reason) => reason,
+    };
     match WordPieceEngine::new(json) {
         Ok(engine) => Ok(Box::new(engine)),
-        Err(wordpiece) => Err(format!("bpe: {bpe}; wordpiece: {wordpiece}")),
+        Err(wordpiece) => Err(format!("bpe: {bpe}; spm: {spm}; wordpiece: {wordpiece}")),
     }
 }
 

@@ -3,16 +3,18 @@
 //!
 //! The HF backend ([`hf::HfEngine`]) runs the `tokenizers` pipeline and works for every
 //! `tokenizer.json`; it is also the oracle of the tests. Native engines (byte-level BPE,
-//! WordPiece) implement the same [`Engine`] trait and are chosen when they support every
+//! SentencePiece-style BPE, WordPiece) implement the same [`Engine`] trait and are chosen when they support every
 //! component of the tokenizer.
 //!
 //! Contract of [`Engine::encode_segment`]: the result equals the HF pipeline's encoding of the
 //! segment before post-processing (`extract_and_normalize`, pre-tokenize, model,
 //! `into_encoding` with byte offsets), with offsets relative to the segment and word ids counted
-//! from 0 within it.
+//! from 0 within it. [`Engine::encode_continuation`] encodes a segment that follows a cut, for
+//! normalizers that put a prefix at the start of every piece.
 
 pub(crate) mod bpe;
 pub(crate) mod hf;
+pub(crate) mod spm;
 pub(crate) mod wordpiece;
 
 use crate::error::Result;
@@ -57,7 +59,7 @@ pub(crate) struct Segment {
 
 /// Tokenizes one segment; see the module documentation for the contract.
 pub(crate) trait Engine: Send + Sync {
-    /// A short name for `lopt info` and benchmarks (`hf`, `bpe`, `wordpiece`).
+    /// A short name for `lopt info` and benchmarks (`hf`, `bpe`, `spm`, `wordpiece`).
     fn name(&self) -> &'static str;
 
     /// Encodes `segment` without post-processing.
@@ -66,4 +68,20 @@ pub(crate) trait Engine: Send + Sync {
     /// Fails when the underlying model fails (for example an unknown character without an unknown
     /// token).
     fn encode_segment(&self, segment: &str) -> Result<Segment>;
+
+    /// Encodes `segment`, which follows a safe cut rather than starting the text: the same as
+    /// [`Engine::encode_segment`] except that the normalizer's prefix (`Prepend`) is not put at
+    /// its start, since in the whole text the cut is not the start of a normalized piece. Only
+    /// called when the cut rule [needs it](crate::boundary::CutRule::needs_continuation).
+    ///
+    /// # Errors
+    /// As [`Engine::encode_segment`].
+    fn encode_continuation(&self, segment: &str) -> Result<Segment> {
+        self.encode_segment(segment)
+    }
+
+    /// Whether [`Engine::encode_continuation`] leaves the prefix out (the HF pipeline cannot).
+    fn encodes_continuations(&self) -> bool {
+        false
+    }
 }

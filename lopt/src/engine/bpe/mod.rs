@@ -20,13 +20,13 @@
 //!
 //! Word ids count every split HF keeps (added tokens and pre-tokens), from 0 within the segment.
 
-mod added;
+pub(crate) mod added;
 #[cfg(test)]
 mod bench;
-mod cache;
+pub(crate) mod cache;
 mod model;
 mod pretok;
-mod table;
+pub(crate) mod table;
 mod unicode;
 
 use std::sync::{Arc, Mutex, OnceLock};

@@ -1,0 +1,333 @@
+//! The SentencePiece-style BPE model: one normalized sub-piece in, token ids and their ends out,
+//! exactly as HF's `BPE::merge_word` computes them.
+//!
+//! HF starts from one symbol per character (the character's token, or with `byte_fallback` one
+//! `<0xXX>` token per byte of a character the vocabulary lacks) and merges the lowest-ranked
+//! adjacent pair, leftmost among equal ranks, until none is left (the rule `engine/bpe/model.rs`
+//! argues for HF's heap). Here the same rule runs as a quadratic scan for short sub-pieces and a
+//! heap over a linked list for long ones; the unit tests check them against each other.
+//!
+//! Each symbol carries its end as a byte position in the raw text (relative to the sub-piece): a
+//! character's token ends where the raw character ends, the `k`-th byte token of a character ends
+//! `k + 1` bytes into it (the caller widens such ends to character boundaries, which is the range
+//! HF's alignments give every byte of a character), and the prefix ends at 0. A merged symbol ends
+//! where its right part ends.
+//!
+//! Invariants checked when the model is built (anything else is refused and HF serves the
+//! tokenizer): byte fallback with all 256 byte tokens (so no character is ever unknown and
+//! `fuse_unk` never applies), no dropout, no subword prefix or suffix, no `ignore_merges`, ids
+//! and ranks that fit the packed merge table.
+
+use std::collections::{BinaryHeap, HashMap};
+
+use serde_json::Value;
+
+use crate::engine::bpe::table::{MergeMap, U64Map, NO_RANK};
+
+/// Sub-pieces up to this many symbols are merged by scanning (at most 255: `u8` links).
+const SCAN_LIMIT: usize = 32;
+
+/// The model: how characters start and how symbols merge.
+pub(crate) struct SpmModel {
+    /// Token id of each ASCII character (as a normalized character), `u32::MAX` when absent.
+    ascii: [u32; 128],
+    /// Token id of every other single-character token, keyed by code point.
+    chars: U64Map,
+    /// Token of each byte, `<0xXX>`.
+    byte_ids: [u32; 256],
+    merges: MergeMap,
+}
+
+/// Reusable buffers of one encoding call.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    ids: Vec<u32>,
+    ends: Vec<u32>,
+    ranks: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    heap: BinaryHeap<std::cmp::Reverse<u64>>,
+}
+
+impl SpmModel {
+    /// Builds the model from `tokenizer.json`'s `model` object.
+    ///
+    /// # Errors
+    /// The reason, when the model is not one this engine reproduces exactly.
+    pub(crate) fn from_json(model: &Value) -> Result<SpmModel, String> {
+        if model["type"].as_str() != Some("BPE") {
+            return Err(format!("model {} is not BPE", model["type"].as_str().unwrap_or("?")));
+        }
+        if model["dropout"].as_f64().is_some_and(|d| d > 0.0) {
+            return Err("BPE dropout is random".into());
+        }
+        for key in ["continuing_subword_prefix", "end_of_word_suffix"] {
+            if model[key].as_str().is_some_and(|s| !s.is_empty()) {
+                return Err(format!("BPE {key} is not supported natively"));
+            }
+        }
+        if model["ignore_merges"].as_bool() == Some(true) {
+            return Err("BPE ignore_merges is not supported by the SentencePiece engine".into());
+        }
+        if model["byte_fallback"].as_bool() != Some(true) {
+            return Err("BPE without byte fallback is not supported by the SentencePiece engine".into());
+        }
+        let vocab = model["vocab"].as_object().ok_or("BPE vocab is not an object")?;
+        let mut by_string: HashMap<&str, u32, ahash::RandomState> =
+            HashMap::with_capacity_and_hasher(vocab.len(), ahash::RandomState::default());
+        for (token, id) in vocab {
+            let id = id.as_u64().and_then(|i| u32::try_from(i).ok()).ok_or("BPE vocab id is not a u32")?;
+            by_string.insert(token.as_str(), id);
+        }
+        let mut ascii = [u32::MAX; 128];
+        let mut chars = U64Map::with_capacity(1024);
+        for (&token, &id) in &by_string {
+            let mut it = token.chars();
+            if let (Some(c), None) = (it.next(), it.next()) {
+                if c.is_ascii() {
+                    ascii[c as usize] = id;
+                } else {
+                    chars.insert(u64::from(c), u64::from(id));
+                }
+            }
+        }
+        let mut byte_ids = [0u32; 256];
+        for b in 0..=255u8 {
+            byte_ids[usize::from(b)] = *by_string
+                .get(format!("<0x{b:02X}>").as_str())
+                .ok_or_else(|| format!("byte token <0x{b:02X}> is missing: characters could be unknown"))?;
+        }
+        let merges_json = model["merges"].as_array().ok_or("BPE merges are not a list")?;
+        let mut merges = Vec::with_capacity(merges_json.len());
+        for merge in merges_json {
+            let (a, b) = match merge {
+                Value::String(line) => line.split_once(' ').ok_or_else(|| format!("bad merge {line:?}"))?,
+                Value::Array(pair) if pair.len() == 2 => {
+                    (pair[0].as_str().ok_or("bad merge pair")?, pair[1].as_str().ok_or("bad merge pair")?)
+                }
+                _ => return Err("bad merge entry".into()),
+            };
+            let id_of =
+                |s: &str| by_string.get(s).copied().ok_or_else(|| format!("merge token {s:?} is not in the vocab"));
+            merges.push((id_of(a)?, id_of(b)?, id_of(&format!("{a}{b}"))?));
+        }
+        let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
+        Ok(SpmModel { ascii, chars, byte_ids, merges })
+    }
+
+    /// The token of the normalized character `c`, if the vocabulary has it.
+    #[inline(always)]
+    pub(crate) fn char_id(&self, c: char) -> Option<u32> {
+        if c.is_ascii() {
+            let id = self.ascii[c as usize];
+            return (id != u32::MAX).then_some(id);
+        }
+        self.chars.get(u64::from(c)).map(|id| id as u32)
+    }
+
+    /// Appends the initial symbols of the normalized character `c`, whose raw form ends at
+    /// `end` (relative to the sub-piece) and is `c` itself when `c` needs byte fallback.
+    #[inline(always)]
+    pub(crate) fn push_char(&self, c: char, end: u32, scratch: &mut Scratch) {
+        match self.char_id(c) {
+            Some(id) => {
+                scratch.ids.push(id);
+                scratch.ends.push(end);
+            }
+            None => {
+                let mut buf = [0u8; 4];
+                let bytes = c.encode_utf8(&mut buf).as_bytes();
+                let start = end - bytes.len() as u32;
+                for (k, &b) in bytes.iter().enumerate() {
+                    scratch.ids.push(self.byte_ids[usize::from(b)]);
+                    scratch.ends.push(start + k as u32 + 1);
+                }
+            }
+        }
+    }
+
+    /// Appends a symbol with a known id (the prefix).
+    pub(crate) fn push_symbol(&self, id: u32, end: u32, scratch: &mut Scratch) {
+        scratch.ids.push(id);
+        scratch.ends.push(end);
+    }
+
+    /// Merges the symbols pushed since the last call and appends the tokens `(id, end)` to `out`.
+    pub(crate) fn merge(&self, scratch: &mut Scratch, out: &mut Vec<(u32, u32)>) {
+        let n = scratch.ids.len();
+        if n <= SCAN_LIMIT {
+            self.merge_scan(scratch, out);
+        } else {
+            self.merge_heap(scratch, out);
+        }
+        scratch.ids.clear();
+        scratch.ends.clear();
+    }
+
+    /// Quadratic merge on the stack: the rank of the pair at each live symbol, a linked list of
+    /// live symbols, a scan for the lowest rank (strictly lower keeps the leftmost).
+    fn merge_scan(&self, scratch: &Scratch, out: &mut Vec<(u32, u32)>) {
+        let n = scratch.ids.len();
+        if n == 0 {
+            return;
+        }
+        let mut ids = [0u32; SCAN_LIMIT];
+        let mut ends = [0u32; SCAN_LIMIT];
+        let mut ranks = [NO_RANK; SCAN_LIMIT];
+        let mut merged = [0u32; SCAN_LIMIT];
+        let mut next = [0u8; SCAN_LIMIT];
+        let mut prev = [0u8; SCAN_LIMIT];
+        ids[..n].copy_from_slice(&scratch.ids);
+        ends[..n].copy_from_slice(&scratch.ends);
+        for i in 0..n {
+            next[i] = (i + 1) as u8;
+            prev[i] = i.wrapping_sub(1) as u8;
+        }
+        for i in 0..n - 1 {
+            (ranks[i], merged[i]) = self.merges.get(ids[i], ids[i + 1]);
+        }
+        let end = n as u8;
+        loop {
+            let mut best = NO_RANK;
+            let mut at = 0;
+            for (k, &r) in ranks[..n].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = k;
+                }
+            }
+            if best == NO_RANK {
+                break;
+            }
+            let right = usize::from(next[at]);
+            ids[at] = merged[at];
+            ends[at] = ends[right];
+            ranks[right] = NO_RANK;
+            let after = next[right];
+            next[at] = after;
+            if after != end {
+                prev[usize::from(after)] = at as u8;
+                (ranks[at], merged[at]) = self.merges.get(ids[at], ids[usize::from(after)]);
+            } else {
+                ranks[at] = NO_RANK;
+            }
+            if at > 0 {
+                let before = usize::from(prev[at]);
+                (ranks[before], merged[before]) = self.merges.get(ids[before], ids[at]);
+            }
+        }
+        let mut i = 0;
+        while i != n {
+            out.push((ids[i], ends[i]));
+            i = usize::from(next[i]);
+        }
+    }
+
+    /// HF's algorithm: candidates `(rank, position)` in a min-heap over a linked list; a
+    /// candidate is stale when its pair's rank has changed since it was pushed.
+    fn merge_heap(&self, scratch: &mut Scratch, out: &mut Vec<(u32, u32)>) {
+        let n = scratch.ids.len();
+        let Scratch { ids, ends, ranks, next, prev, heap } = scratch;
+        next.clear();
+        next.extend((1..=n as u32).map(|i| if (i as usize) < n { i } else { u32::MAX }));
+        prev.clear();
+        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+        ranks.clear();
+        ranks.extend((0..n).map(|i| if i + 1 < n { self.merges.rank(ids[i], ids[i + 1]) } else { NO_RANK }));
+        heap.clear();
+        for (i, &r) in ranks.iter().enumerate() {
+            if r != NO_RANK {
+                heap.push(std::cmp::Reverse(u64::from(r) << 32 | i as u64));
+            }
+        }
+        while let Some(std::cmp::Reverse(top)) = heap.pop() {
+            let pos = (top & 0xffff_ffff) as usize;
+            let rank = (top >> 32) as u32;
+            if ranks[pos] == NO_RANK || ranks[pos] != rank {
+                continue;
+            }
+            let right = next[pos] as usize;
+            ids[pos] = self.merges.merged(rank);
+            ends[pos] = ends[right];
+            let after = next[right];
+            next[pos] = after;
+            if after != u32::MAX {
+                prev[after as usize] = pos as u32;
+            }
+            ranks[right] = NO_RANK;
+            ranks[pos] = if after != u32::MAX { self.merges.rank(ids[pos], ids[after as usize]) } else { NO_RANK };
+            if ranks[pos] != NO_RANK {
+                heap.push(std::cmp::Reverse(u64::from(ranks[pos]) << 32 | pos as u64));
+            }
+            let before = prev[pos];
+            if before != u32::MAX {
+                let b = before as usize;
+                ranks[b] = self.merges.rank(ids[b], ids[pos]);
+                if ranks[b] != NO_RANK {
+                    heap.push(std::cmp::Reverse(u64::from(ranks[b]) << 32 | b as u64));
+                }
+            }
+        }
+        let mut i = 0usize;
+        while i != u32::MAX as usize {
+            out.push((ids[i], ends[i]));
+            i = next[i] as usize;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toy() -> SpmModel {
+        let mut vocab = serde_json::Map::new();
+        for b in 0..=255u32 {
+            vocab.insert(format!("<0x{b:02X}>"), Value::from(b));
+        }
+        let merges = [("a", "a"), ("b", "a"), ("aa", "a"), ("a", "b"), ("ba", "aa"), ("ab", "ab")];
+        let mut id = 256u32;
+        for token in ["a", "b"].into_iter().map(str::to_string).chain(merges.iter().map(|(a, b)| format!("{a}{b}"))) {
+            vocab.entry(token).or_insert_with(|| {
+                id += 1;
+                Value::from(id - 1)
+            });
+        }
+        let model = serde_json::json!({
+            "type": "BPE", "byte_fallback": true, "vocab": vocab,
+            "merges": merges.iter().map(|(a, b)| format!("{a} {b}")).collect::<Vec<_>>(),
+        });
+        SpmModel::from_json(&model).unwrap()
+    }
+
+    #[test]
+    fn scan_and_heap_agree() {
+        let model = toy();
+        let mut scratch = Scratch::default();
+        let mut state = 7u64;
+        for _ in 0..5000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 2 + (state >> 60) as usize * 2;
+            let word: Vec<char> = (0..len).map(|k| if (state >> (k % 48)) & 1 == 0 { 'a' } else { 'b' }).collect();
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            for (k, &c) in word.iter().enumerate() {
+                model.push_char(c, k as u32 + 1, &mut scratch);
+            }
+            model.merge_scan(&scratch, &mut a);
+            model.merge_heap(&mut scratch, &mut b);
+            scratch.ids.clear();
+            scratch.ends.clear();
+            assert_eq!(a, b, "{word:?}");
+        }
+    }
+
+    #[test]
+    fn unknown_characters_fall_back_to_bytes() {
+        let model = toy();
+        let mut scratch = Scratch::default();
+        model.push_char('é', 2, &mut scratch);
+        let mut out = Vec::new();
+        model.merge(&mut scratch, &mut out);
+        assert_eq!(out, vec![(0xc3, 1), (0xa9, 2)]);
+    }
+}
