@@ -51,6 +51,12 @@ pub struct Encoding {
 }
 
 impl Encoding {
+    /// Replaces the token strings (one per token).
+    pub(crate) fn set_tokens(&mut self, tokens: Vec<String>) {
+        debug_assert_eq!(tokens.len(), self.ids.len());
+        self.tokens = Tokens::Owned(tokens);
+    }
+
     /// The number of tokens (padding included).
     pub fn len(&self) -> usize {
         self.ids.len()

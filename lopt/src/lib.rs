@@ -37,6 +37,7 @@ mod error;
 mod merge;
 mod options;
 mod post;
+mod prefix;
 mod split;
 mod tokenizer;
 
@@ -44,6 +45,7 @@ pub use encoding::{Difference, Encoding};
 pub use engine::EngineKind;
 pub use error::{Error, ErrorKind};
 pub use options::EncodeOptions;
+pub use prefix::PrefixCacheStats;
 pub use tokenizer::{
     Parallelism, Tokenizer, TokenizerBuilder, DEFAULT_MIN_PARALLEL_BYTES, DEFAULT_MIN_PARALLEL_BYTES_HF,
     DEFAULT_OVERLAP, MAX_PADDING_LENGTH,

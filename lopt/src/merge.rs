@@ -18,6 +18,31 @@ use rayon::prelude::*;
 use crate::encoding::{Encoding, Tokens, Vocab};
 use crate::engine::Segment;
 
+/// The first `len` tokens of a segment that starts at byte `start` of a text, holding `words` of
+/// its pre-tokens: how a cached prefix is handed to [`crate::post::Finisher::finish_runs`].
+#[derive(Clone, Copy)]
+pub(crate) struct Run<'a> {
+    pub(crate) segment: &'a Segment,
+    pub(crate) len: usize,
+    pub(crate) start: usize,
+    pub(crate) words: u32,
+}
+
+impl Run<'_> {
+    /// The run as an owned segment (for HF's post-processing path).
+    pub(crate) fn to_segment(self) -> Segment {
+        let s = self.segment;
+        let strings = s.tokens.len() == s.ids.len();
+        Segment {
+            ids: s.ids[..self.len].to_vec(),
+            tokens: if strings { s.tokens[..self.len].to_vec() } else { Vec::new() },
+            offsets: s.offsets[..self.len].to_vec(),
+            word_ids: s.word_ids[..self.len].to_vec(),
+            words: self.words,
+        }
+    }
+}
+
 /// Joins `segments`, where segment `i` starts at byte `starts[i]` of the text.
 pub(crate) fn merge(starts: &[usize], mut segments: Vec<Segment>) -> Segment {
     debug_assert_eq!(starts.len(), segments.len());
@@ -68,13 +93,88 @@ pub(crate) struct Trim<'a> {
     pub(crate) first_is_index_zero: bool,
 }
 
+/// A run of tokens of one segment, borrowed for [`assemble_parts`]: the first `len` tokens of a
+/// segment (a cached prefix may use only the tokens before a cut), or a slice of them when a long
+/// part is split for parallel writing.
+/// Its three slices have the same length (the fields are private so that every part comes from
+/// [`Part::of`] or [`Part::pieces`], which keep it so; [`assemble_parts`] relies on it).
+#[derive(Clone, Copy)]
+pub(crate) struct Part<'a> {
+    ids: &'a [u32],
+    /// Offsets relative to `start`.
+    offsets: &'a [(usize, usize)],
+    /// Word ids relative to `words_before`.
+    word_ids: &'a [u32],
+    /// Byte position of the segment in the text.
+    start: usize,
+    /// Pre-tokens of the text before the segment.
+    words_before: u32,
+}
+
+impl<'a> Part<'a> {
+    /// The first `len` tokens of `segment`, which starts at byte `start` after `words_before`
+    /// pre-tokens.
+    pub(crate) fn of(segment: &'a Segment, len: usize, start: usize, words_before: u32) -> Self {
+        Part {
+            ids: &segment.ids[..len],
+            offsets: &segment.offsets[..len],
+            word_ids: &segment.word_ids[..len],
+            start,
+            words_before,
+        }
+    }
+
+    /// This part cut into runs of at most `max` tokens (offsets and word ids stay relative to
+    /// the same segment start, so each run is written the same way).
+    pub(crate) fn pieces(self, max: usize) -> impl Iterator<Item = Part<'a>> {
+        let max = max.max(1);
+        (0..self.ids.len().div_ceil(max)).map(move |i| {
+            let r = i * max..((i + 1) * max).min(self.ids.len());
+            Part {
+                ids: &self.ids[r.clone()],
+                offsets: &self.offsets[r.clone()],
+                word_ids: &self.word_ids[r],
+                start: self.start,
+                words_before: self.words_before,
+            }
+        })
+    }
+}
+
 /// Writes `segments` (segment `i` starting at byte `starts[i]`) into an [`Encoding`] laid out as
-/// `layout` says, in parallel on the current rayon pool when there are several. Token strings are the segments' when they
-/// carry them, else looked up in `vocab` on demand.
+/// `layout` says, in parallel on the current rayon pool when there are several. Token strings are
+/// the segments' when they carry them, else looked up in `vocab` on demand.
 pub(crate) fn assemble(starts: &[usize], segments: Vec<Segment>, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
     debug_assert_eq!(starts.len(), segments.len());
-    let (prefix, suffix) = (layout.prefix.len(), layout.suffix.len());
+    let mut words_before = 0;
+    let parts: Vec<Part<'_>> = segments
+        .iter()
+        .zip(starts)
+        .map(|(segment, &start)| {
+            let part = Part::of(segment, segment.ids.len(), start, words_before);
+            words_before += segment.words;
+            part
+        })
+        .collect();
+    let mut encoding = assemble_parts(&parts, layout, vocab);
+    drop(parts);
     let text_tokens: usize = segments.iter().map(|s| s.ids.len()).sum();
+    if segments.iter().all(|s| s.tokens.len() == s.ids.len()) && text_tokens > 0 {
+        let mut all = Vec::with_capacity(encoding.ids.len());
+        all.extend(layout.prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
+        all.extend(segments.into_iter().flat_map(|s| s.tokens));
+        all.extend(layout.suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
+        encoding.tokens = Tokens::Owned(all);
+    }
+    encoding
+}
+
+/// Writes `parts` in order into an [`Encoding`] laid out as `layout` says, one part per task on
+/// the current rayon pool when there are several. Token strings are looked up in `vocab` on
+/// demand (callers holding strings put them in afterwards).
+pub(crate) fn assemble_parts(parts: &[Part<'_>], layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
+    let (prefix, suffix) = (layout.prefix.len(), layout.suffix.len());
+    let text_tokens: usize = parts.iter().map(|s| s.ids.len()).sum();
     let n = prefix + text_tokens + suffix;
     // The columns are written once each, without zeroing them first: zeroing megabytes on the
     // calling thread (and taking its page faults there) cost as much as the parallel part.
@@ -88,46 +188,36 @@ pub(crate) fn assemble(starts: &[usize], segments: Vec<Segment>, layout: &Layout
         tail.write(i, id, type_id, (0, 0), None, 1);
     }
 
-    let mut jobs = Vec::with_capacity(segments.len());
-    let (mut words_before, mut first_token) = (0, 0);
-    for (segment, &start) in segments.iter().zip(starts) {
-        let len = segment.ids.len();
+    let mut jobs = Vec::with_capacity(parts.len());
+    let mut first_token = 0;
+    for part in parts {
+        let len = part.ids.len();
         let (here, rest) = text.split_at(len);
         text = rest;
-        jobs.push((segment, start, words_before, first_token, here));
-        words_before += segment.words;
+        jobs.push((part, first_token, here));
         first_token += len;
     }
-    let fill = |(segment, start, words_before, first_token, mut out): (&Segment, usize, u32, usize, Slots<'_>)| {
-        for (i, ((&id, &(s, e)), &w)) in segment.ids.iter().zip(&segment.offsets).zip(&segment.word_ids).enumerate() {
-            let mut offsets = (s + start, e + start);
+    let fill = |(part, first_token, mut out): (&Part<'_>, usize, Slots<'_>)| {
+        for (i, ((&id, &(s, e)), &w)) in part.ids.iter().zip(part.offsets).zip(part.word_ids).enumerate() {
+            let mut offsets = (s + part.start, e + part.start);
             if let Some(trim) = &layout.trim {
                 trim_offsets(trim, id, &mut offsets, first_token + i);
             }
-            out.write(i, id, layout.type_id, offsets, Some(w + words_before), 0);
+            out.write(i, id, layout.type_id, offsets, Some(w + part.words_before), 0);
         }
     };
-    // One segment (a short text) is written on the calling thread: handing it to a pool thread
+    // One part (a short text) is written on the calling thread: handing it to a pool thread
     // and waiting for it costs more than the copy.
     if jobs.len() == 1 {
         jobs.into_iter().for_each(fill);
     } else {
         jobs.into_par_iter().for_each(fill);
     }
-    // SAFETY: `head`, the segments' slices and `tail` partition the `n` spare slots of every
-    // column, and each slot of each was written above (the segments' vectors have equal lengths,
+    // SAFETY: `head`, the parts' slices and `tail` partition the `n` spare slots of every
+    // column, and each slot of each was written above (a part's slices have equal lengths,
     // `Segment`'s invariant, so every `i` below `len` was written).
     let encoding_columns = unsafe { columns.assume_init(n) };
-    let strings = segments.iter().all(|s| s.tokens.len() == s.ids.len()) && text_tokens > 0;
-    let tokens = if strings {
-        let mut all = Vec::with_capacity(n);
-        all.extend(layout.prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        all.extend(segments.into_iter().flat_map(|s| s.tokens));
-        all.extend(layout.suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        Tokens::Owned(all)
-    } else {
-        Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() }
-    };
+    let tokens = Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() };
     let (ids, type_ids, offsets, word_ids, special_tokens_mask, attention_mask) = encoding_columns;
     Encoding { ids, type_ids, tokens, offsets, word_ids, special_tokens_mask, attention_mask, overflowing: Vec::new() }
 }

@@ -26,7 +26,7 @@ use tokenizers::{
 use crate::encoding::{Encoding, Vocab};
 use crate::engine::Segment;
 use crate::error::{Error, ErrorKind, Result};
-use crate::merge::{assemble, merge, Layout, Trim};
+use crate::merge::{assemble, assemble_parts, merge, Layout, Part, Run, Trim};
 use crate::options::Settings;
 
 /// Finishes merged encodings for one tokenizer.
@@ -121,6 +121,44 @@ impl Finisher {
             Some(own) if settings.truncation.is_none() && settings.padding.is_none() => own,
             _ => return self.finish_hf(merge(starts, segments), settings),
         };
+        Ok(assemble(starts, segments, &self.layout(own, settings), &self.vocab))
+    }
+
+    /// [`finish`](Self::finish) for a text whose tokens are `runs` (borrowed: a cached prefix
+    /// and the newly encoded rest), none of which is consumed. Runs longer than `split` tokens
+    /// are written in pieces of that size, in parallel on the current rayon pool.
+    ///
+    /// # Errors
+    /// As [`finish`](Self::finish).
+    pub(crate) fn finish_runs(&self, runs: &[Run<'_>], settings: Settings<'_>, split: usize) -> Result<Encoding> {
+        let own = match &self.own {
+            Some(own) if settings.truncation.is_none() && settings.padding.is_none() => own,
+            _ => {
+                let starts: Vec<usize> = runs.iter().map(|r| r.start).collect();
+                return self.finish_hf(merge(&starts, runs.iter().map(|r| r.to_segment()).collect()), settings);
+            }
+        };
+        let layout = self.layout(own, settings);
+        let mut words_before = 0;
+        let mut parts = Vec::with_capacity(runs.len());
+        for run in runs {
+            parts.extend(Part::of(run.segment, run.len, run.start, words_before).pieces(split));
+            words_before += run.words;
+        }
+        let mut encoding = assemble_parts(&parts, &layout, &self.vocab);
+        let text_tokens: usize = runs.iter().map(|r| r.len).sum();
+        if text_tokens > 0 && runs.iter().all(|r| r.segment.tokens.len() == r.segment.ids.len()) {
+            let mut all = Vec::with_capacity(encoding.len());
+            all.extend(layout.prefix.iter().map(|&(id, _)| self.vocab.string(id).to_owned()));
+            all.extend(runs.iter().flat_map(|r| r.segment.tokens[..r.len].iter().cloned()));
+            all.extend(layout.suffix.iter().map(|&(id, _)| self.vocab.string(id).to_owned()));
+            encoding.set_tokens(all);
+        }
+        Ok(encoding)
+    }
+
+    /// Where the text goes between the template's special tokens, and how offsets are trimmed.
+    fn layout<'a>(&'a self, own: &'a Own, settings: Settings<'_>) -> Layout<'a> {
         let (prefix, suffix): (&[_], &[_]) =
             if settings.add_special_tokens { (&own.prefix, &own.suffix) } else { (&[], &[]) };
         let trim = own.trim.as_ref().map(|t| Trim {
@@ -128,8 +166,7 @@ impl Finisher {
             add_prefix_space: t.add_prefix_space,
             first_is_index_zero: !t.after_template || prefix.is_empty(),
         });
-        let layout = Layout { prefix, suffix, type_id: own.type_id, trim };
-        Ok(assemble(starts, segments, &layout, &self.vocab))
+        Layout { prefix, suffix, type_id: own.type_id, trim }
     }
 
     fn spaces(&self) -> &[(u16, u16)] {

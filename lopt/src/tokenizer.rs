@@ -16,8 +16,10 @@ use crate::engine::spm::SpmEngine;
 use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{one_line, Error, ErrorKind, Result};
+use crate::merge::Run;
 use crate::options::{EncodeOptions, Settings};
 use crate::post::{pad, Finisher};
+use crate::prefix::{CachedRun, PrefixCache, PrefixCacheStats};
 use crate::split::plan;
 
 /// Texts shorter than this many bytes are encoded in one piece by default with a native engine:
@@ -57,6 +59,7 @@ pub struct TokenizerBuilder {
     overlap: usize,
     min_parallel_bytes: Option<usize>,
     engine: EngineKind,
+    prefix_cache: usize,
 }
 
 impl Default for TokenizerBuilder {
@@ -76,6 +79,7 @@ impl TokenizerBuilder {
             overlap: DEFAULT_OVERLAP,
             min_parallel_bytes: None,
             engine: EngineKind::Auto,
+            prefix_cache: 0,
         }
     }
 
@@ -109,6 +113,19 @@ impl TokenizerBuilder {
     /// Which engine tokenizes the segments.
     pub fn engine(mut self, engine: EngineKind) -> Self {
         self.engine = engine;
+        self
+    }
+
+    /// Keeps the raw tokens of recently encoded long texts, up to `bytes` of memory (texts and
+    /// token columns counted), so that a text sharing a long prefix with one of them (the next
+    /// turn of a conversation, a new question after the same context) encodes only what follows
+    /// the last safe cut before they differ. The output is the same either way
+    /// (`docs/correctness.md`, "Prefix reuse"). `0` (the default) turns it off. Only texts that
+    /// would be encoded in parallel use it (not those under
+    /// [`min_parallel_bytes`](Self::min_parallel_bytes), nor tokenizers encoded sequentially);
+    /// least recently used texts are dropped first. A forked child starts with an empty cache.
+    pub fn prefix_cache(mut self, bytes: usize) -> Self {
+        self.prefix_cache = bytes;
         self
     }
 
@@ -196,6 +213,7 @@ impl TokenizerBuilder {
             } else {
                 DEFAULT_MIN_PARALLEL_BYTES
             }),
+            prefix: (self.prefix_cache > 0).then(|| PrefixCache::new(self.prefix_cache)),
         })
     }
 }
@@ -216,6 +234,8 @@ pub struct Tokenizer {
     chunk_size: Option<usize>,
     overlap: usize,
     min_parallel_bytes: usize,
+    /// Raw tokens of recent long texts, when switched on.
+    prefix: Option<PrefixCache>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -226,6 +246,7 @@ impl std::fmt::Debug for Tokenizer {
             .field("threads", &self.threads)
             .field("chunk_size", &self.chunk_size)
             .field("overlap", &self.overlap)
+            .field("prefix_cache", &self.prefix.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -302,6 +323,9 @@ impl Tokenizer {
     }
 
     fn encode_settings(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
+        if self.prefix.is_some() && self.uses_prefix_cache(text) {
+            return self.encode_cached(text, settings);
+        }
         let cuts = self.cut_points(text);
         if cuts.is_empty() {
             // A short text is encoded and finished on the calling thread: waking a pool thread
@@ -333,24 +357,135 @@ impl Tokenizer {
         Ok(encoded)
     }
 
+    /// Whether `text` goes through the prefix cache: a cache is on, the tokenizer has a cut
+    /// rule whose cuts are pre-token boundaries, and the text is long enough to be encoded in
+    /// parallel. (Vocabulary-derived cuts inside pre-tokens, SentencePiece-style, would need the
+    /// word count and the continuation handled at the reused cut: not done yet.)
+    fn uses_prefix_cache(&self, text: &str) -> bool {
+        self.prefix.is_some()
+            && self.rule.as_ref().is_some_and(|r| !r.cuts_inside_words())
+            && text.len() >= self.min_parallel_bytes.max(2)
+    }
+
+    /// Encodes `text` reusing the longest cached prefix, then caches its raw tokens. Only the
+    /// part after the reused cut is planned and encoded (in parallel when it is long); the whole
+    /// is post-processed as in [`encode_settings`](Self::encode_settings).
+    fn encode_cached(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
+        let (Some(store), Some(rule)) = (self.prefix.as_ref().and_then(PrefixCache::store), &self.rule) else {
+            return self.encode_uncached(text, settings);
+        };
+        let reuse = store.lookup(text, rule);
+        let runs: Vec<CachedRun> = match &reuse {
+            Some(reuse) if reuse.is_whole(text) => reuse.entry.runs().to_vec(),
+            _ => {
+                let cut = reuse.as_ref().map_or(0, |r| r.cut);
+                let rest = &text[cut..];
+                let mut runs = reuse.as_ref().map_or_else(Vec::new, |r| r.runs.clone());
+                if !rest.is_empty() {
+                    let cuts = self.cut_points(rest);
+                    let segments = if cuts.is_empty() {
+                        vec![self.engine.encode_segment(rest)?]
+                    } else {
+                        let ranges = ranges(&starts(cuts.clone()), rest.len());
+                        self.pool.install(|| {
+                            ranges
+                                .par_iter()
+                                .map(|r| self.engine.encode_segment(&rest[r.clone()]))
+                                .collect::<Result<Vec<_>>>()
+                        })?
+                    };
+                    runs.extend(
+                        segments
+                            .into_iter()
+                            .zip(starts(cuts))
+                            .map(|(segment, start)| CachedRun::whole(Arc::new(segment), cut + start)),
+                    );
+                }
+                runs
+            }
+        };
+        let borrowed: Vec<Run<'_>> = runs.iter().map(CachedRun::run).collect();
+        let tokens: usize = borrowed.iter().map(|r| r.len).sum();
+        // Large runs are written in pieces so that every thread gets a share of the copy.
+        let piece = tokens.div_ceil(self.threads * 4).max(16 * 1024);
+        let encoding = if tokens > piece {
+            self.pool.install(|| self.finisher.finish_runs(&borrowed, settings, piece))
+        } else {
+            self.finisher.finish_runs(&borrowed, settings, piece)
+        }?;
+        drop(borrowed);
+        if !reuse.as_ref().is_some_and(|r| r.is_whole(text)) {
+            store.insert(text, runs, reuse.as_ref().map(|r| &r.entry));
+        }
+        Ok(encoding)
+    }
+
+    /// [`encode_settings`](Self::encode_settings) without the prefix cache.
+    fn encode_uncached(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
+        let cuts = self.cut_points(text);
+        if cuts.is_empty() {
+            let segment = self.engine.encode_segment(text)?;
+            return self.finisher.finish(&[0], vec![segment], settings);
+        }
+        let starts = starts(cuts);
+        let ranges = ranges(&starts, text.len());
+        self.pool.install(|| {
+            let segments = ranges.par_iter().map(|r| self.encode_range(text, r)).collect::<Result<Vec<_>>>()?;
+            self.finisher.finish(&starts, segments, settings)
+        })
+    }
+
+    /// Counters of the prefix cache in this process (`None` when it is off).
+    pub fn prefix_cache_stats(&self) -> Option<PrefixCacheStats> {
+        self.prefix.as_ref().map(PrefixCache::stats)
+    }
+
     fn encode_batch_settings<S: AsRef<str> + Sync>(
         &self,
         texts: &[S],
         settings: Settings<'_>,
     ) -> Result<Vec<Encoding>> {
-        let plans: Vec<Vec<usize>> = texts.iter().map(|t| self.cut_points(t.as_ref())).collect();
-        let total: usize = texts.iter().map(|t| t.as_ref().len()).sum();
-        let mut encodings = if plans.iter().all(Vec::is_empty) && (total < self.min_parallel_bytes || texts.len() < 2) {
-            // Short work: on the calling thread, like `encode` of a short text.
-            texts.iter().map(|t| self.encode_settings(t.as_ref(), settings)).collect::<Result<Vec<_>>>()?
+        let mut encodings = if self.prefix.is_some() && texts.iter().any(|t| self.uses_prefix_cache(t.as_ref())) {
+            self.encode_batch_cached(texts, settings)?
         } else {
-            self.pool.install(|| self.encode_batch_on_pool(texts, plans, settings))?
+            self.encode_batch_plain(texts, settings)?
         };
         if let Some(padding) = settings.padding {
             // HF pads each encoding alone, then the batch together (`BatchLongest`).
             pad(&mut encodings, padding);
         }
         Ok(encodings)
+    }
+
+    /// A batch with a prefix cache: the texts that use it one after the other in order (each in
+    /// parallel; a later text may reuse an earlier one), the others together as without a cache.
+    fn encode_batch_cached<S: AsRef<str> + Sync>(&self, texts: &[S], settings: Settings<'_>) -> Result<Vec<Encoding>> {
+        let (cached, plain): (Vec<usize>, Vec<usize>) =
+            (0..texts.len()).partition(|&i| self.uses_prefix_cache(texts[i].as_ref()));
+        let plain_texts: Vec<&str> = plain.iter().map(|&i| texts[i].as_ref()).collect();
+        let mut encodings: Vec<Option<Encoding>> = vec![None; texts.len()];
+        for (i, encoding) in plain.into_iter().zip(self.encode_batch_plain(&plain_texts, settings)?) {
+            encodings[i] = Some(encoding);
+        }
+        for i in cached {
+            encodings[i] = Some(self.encode_cached(texts[i].as_ref(), settings)?);
+        }
+        encodings
+            .into_iter()
+            .map(|e| e.ok_or_else(|| Error::new(ErrorKind::Encode, "internal: a text of the batch was not encoded")))
+            .collect()
+    }
+
+    /// A batch without the prefix cache, before the batch-wide padding.
+    fn encode_batch_plain<S: AsRef<str> + Sync>(&self, texts: &[S], settings: Settings<'_>) -> Result<Vec<Encoding>> {
+        let plans: Vec<Vec<usize>> = texts.iter().map(|t| self.cut_points(t.as_ref())).collect();
+        let total: usize = texts.iter().map(|t| t.as_ref().len()).sum();
+        if plans.iter().all(Vec::is_empty) && (total < self.min_parallel_bytes || texts.len() < 2) {
+            // Short work: on the calling thread, like `encode` of a short text.
+            texts.iter().map(|t| self.encode_uncached(t.as_ref(), settings)).collect()
+        } else {
+            self.pool.install(|| self.encode_batch_on_pool(texts, plans, settings))
+        }
     }
 
     /// One task list for the whole batch: a short text is one task that encodes and finishes it
