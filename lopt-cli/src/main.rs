@@ -38,14 +38,26 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
     };
-    let result = match cli.command {
+    // The library turns the panics of HF `tokenizers` on hostile files into errors, but the
+    // default hook would print each one (with a backtrace) before it is caught; a panic that
+    // escapes anyway is reported below as one line too.
+    std::panic::set_hook(Box::new(|_| {}));
+    let run = std::panic::catch_unwind(|| match cli.command {
         Command::Encode(args) => encode::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Verify(args) => verify::run(&args),
         Command::Info(args) => info::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Bench(args) => bench::run(&args).map(|()| ExitCode::SUCCESS),
         Command::Demo(args) => demo::run(&args),
         Command::Sample(args) => sample::run(&args).map(|()| ExitCode::SUCCESS),
-    };
+    });
+    let result = run.unwrap_or_else(|payload| {
+        let message = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_default();
+        Err(anyhow::anyhow!("internal error: {}", report::one_line(&message)))
+    });
     match result {
         Ok(code) => code,
         // A reader that went away (`lopt encode ... | head`) is not an error of ours.

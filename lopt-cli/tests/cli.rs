@@ -270,3 +270,74 @@ fn bench_prints_one_json_object() {
     assert!(result["mb_per_s"].as_f64().is_some_and(|s| s > 0.0));
     assert!(result["engine"].is_string());
 }
+
+/// A word-level tokenizer with the given pieces, for the hostile-file tests.
+fn hostile_tokenizer(pre_tokenizer: &str, normalizer: &str, truncation: &str, padding: &str) -> String {
+    format!(
+        r#"{{"version": "1.0", "truncation": {truncation}, "padding": {padding}, "added_tokens": [],
+  "normalizer": {normalizer}, "pre_tokenizer": {pre_tokenizer}, "post_processor": null, "decoder": null,
+  "model": {{"type": "WordLevel", "vocab": {{"a": 0, "b": 1, "[UNK]": 2}}, "unk_token": "[UNK]"}}}}"#
+    )
+}
+
+/// Hostile tokenizer files (each once made HF panic or abort the process): exit 2 with a one-line
+/// error last on stderr, never a panic (101) or an abort (134).
+#[test]
+fn hostile_tokenizers_are_one_line_errors_not_crashes() {
+    let split = r#"{"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": false}"#;
+    let replace = r#"{"type": "Replace", "pattern": {"Regex": "(a+)+$"}, "content": "b"}"#;
+    let ws = r#"{"type": "WhitespaceSplit"}"#;
+    let pad = |strategy: &str, multiple: &str| {
+        format!(
+            r#"{{"strategy": {strategy}, "direction": "Right", "pad_to_multiple_of": {multiple}, "pad_id": 0,
+            "pad_type_id": 0, "pad_token": "a"}}"#
+        )
+    };
+    let stride = r#"{"direction": "Right", "max_length": 4, "strategy": "LongestFirst", "stride": 9}"#;
+    let cases = [
+        ("backtracking Split", hostile_tokenizer(split, "null", "null", "null"), "failed"),
+        ("backtracking Replace", hostile_tokenizer(ws, replace, "null", "null"), "failed"),
+        (
+            "huge Fixed padding",
+            hostile_tokenizer(ws, "null", "null", &pad(r#"{"Fixed": 1000000000000}"#, "null")),
+            "padding to",
+        ),
+        (
+            "huge pad_to_multiple_of",
+            hostile_tokenizer(ws, "null", "null", &pad(r#""BatchLongest""#, "1099511627776")),
+            "a multiple of",
+        ),
+        ("stride not below max_length", hostile_tokenizer(ws, "null", stride, "null"), "stride"),
+        (
+            "bad regex",
+            hostile_tokenizer(
+                r#"{"type": "Split", "pattern": {"Regex": "(unclosed"}, "behavior": "Isolated", "invert": false}"#,
+                "null",
+                "null",
+                "null",
+            ),
+            "not a valid tokenizer.json",
+        ),
+        ("truncated JSON", hostile_tokenizer(ws, "null", "null", "null")[..120].to_owned(), "not valid JSON"),
+        ("deep nesting", format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)), "not valid JSON"),
+        (
+            "unknown model",
+            hostile_tokenizer(ws, "null", "null", "null").replace("WordLevel", "Quantum"),
+            "not a valid tokenizer.json",
+        ),
+    ];
+    // Enough words to need truncating, then a run on which `(a+)+$` backtracks exponentially.
+    let input = write_tmp("hostile-input.txt", format!("a b a b a b a b {}!", "a".repeat(5000)).as_bytes());
+    for (what, json, expected) in cases {
+        let path = write_tmp(&format!("hostile-{}.json", what.replace(' ', "-")), json.as_bytes());
+        let out = lopt(&["encode", "--tokenizer", path.to_str().expect("path"), input.to_str().expect("path")], b"");
+        let stderr = text(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{what}: exit status; stderr: {stderr}");
+        assert!(!stderr.contains("panicked") && !stderr.contains("backtrace"), "{what}: {stderr}");
+        let last = stderr.lines().last().unwrap_or_default();
+        assert!(last.starts_with("lopt: error: ") && last.contains(expected), "{what}: {expected:?} not in {stderr}");
+        // At most a note that the tokenizer is encoded sequentially comes before the error.
+        assert!(stderr.lines().count() <= 2, "{what}: {stderr}");
+        assert!(out.stdout.is_empty(), "{what}: nothing on stdout expected");
+    }
+}

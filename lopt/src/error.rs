@@ -56,6 +56,24 @@ impl Error {
     }
 }
 
+/// Runs `f`, turning a panic inside it into an [`ErrorKind::Encode`] error that names `what`.
+///
+/// HF `tokenizers` and the Oniguruma binding panic on some hostile inputs (a backtracking regex
+/// past Oniguruma's retry limit, a truncation stride not below the length left for the text):
+/// a library must answer those with an error, and a Python caller's `except Exception` must see
+/// one. State a panic may leave half-updated is at most a cache, which HF skips when its lock is
+/// poisoned.
+pub(crate) fn catch_panic<T>(what: &str, f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let text = payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_owned())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "a panic without a message".to_owned());
+        Err(Error::new(ErrorKind::Encode, format!("{what} failed: {}", one_line(&text))))
+    })
+}
+
 /// Collapses a possibly multi-line message into one line (errors are printed one per line).
 pub(crate) fn one_line(message: &str) -> String {
     message.split_whitespace().collect::<Vec<_>>().join(" ")

@@ -25,7 +25,7 @@ use tokenizers::{
 
 use crate::encoding::{Encoding, Vocab};
 use crate::engine::Segment;
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::{catch_panic, Error, ErrorKind, Result};
 use crate::merge::{assemble, assemble_parts, merge, Layout, Part, Run, Trim};
 use crate::options::Settings;
 
@@ -209,12 +209,14 @@ impl Finisher {
             encoding =
                 tokenizers::utils::truncation::truncate_encodings(encoding, None, &params).map_err(Error::encode)?.0;
         }
-        let processed = match self.hf.get_post_processor() {
-            Some(processor) => processor.process(encoding, None, settings.add_special_tokens),
-            None => <dyn PostProcessor>::default_process(vec![encoding], settings.add_special_tokens)
-                .map(|mut all| all.pop().unwrap_or_default()),
-        }
-        .map_err(Error::encode)?;
+        let processed = catch_panic("tokenizers post-processing", || {
+            match self.hf.get_post_processor() {
+                Some(processor) => processor.process(encoding, None, settings.add_special_tokens),
+                None => <dyn PostProcessor>::default_process(vec![encoding], settings.add_special_tokens)
+                    .map(|mut all| all.pop().unwrap_or_default()),
+            }
+            .map_err(Error::encode)
+        })?;
         let mut finished = Encoding::from(processed);
         if let Some(padding) = settings.padding {
             pad(std::slice::from_mut(&mut finished), padding);

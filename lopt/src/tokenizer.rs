@@ -11,11 +11,12 @@ use rayon::prelude::*;
 use crate::boundary::CutRule;
 use crate::encoding::Encoding;
 use crate::engine::bpe::BpeEngine;
+use crate::engine::guard::Guarded;
 use crate::engine::hf::HfEngine;
 use crate::engine::spm::SpmEngine;
 use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
-use crate::error::{one_line, Error, ErrorKind, Result};
+use crate::error::{catch_panic, one_line, Error, ErrorKind, Result};
 use crate::merge::Run;
 use crate::options::{EncodeOptions, Settings};
 use crate::post::{pad, Finisher};
@@ -187,6 +188,7 @@ impl TokenizerBuilder {
             }
             rule => (rule, parallelism),
         };
+        let engine: Box<dyn Engine> = Box::new(Guarded(engine));
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("lopt-{i}"))
@@ -565,7 +567,9 @@ impl Tokenizer {
     /// # Errors
     /// [`ErrorKind::Encode`] when HF fails on the text.
     pub fn encode_sequential(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        self.hf.encode(text, add_special_tokens).map(Encoding::from).map_err(Error::encode)
+        catch_panic("tokenizers", || {
+            self.hf.encode(text, add_special_tokens).map(Encoding::from).map_err(Error::encode)
+        })
     }
 
     /// The byte positions where `text` would be cut into segments (empty when it is encoded

@@ -13,6 +13,7 @@
 //! normalizers that put a prefix at the start of every piece.
 
 pub(crate) mod bpe;
+pub(crate) mod guard;
 pub(crate) mod hf;
 pub(crate) mod spm;
 pub(crate) mod wordpiece;
