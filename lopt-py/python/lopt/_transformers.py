@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import contextvars
 import functools
+import importlib
 import threading
 import warnings
 from typing import Any
@@ -299,8 +300,34 @@ def _accelerated_class(base: type) -> type:
         if hasattr(base, "_add_tokens"):
             namespace["_add_tokens"] = _wrap_add_tokens(base._add_tokens)
         cls = type(base.__name__, (base,), namespace)
+        if "<locals>" not in base.__qualname__:
+            # Findable by name (`_accelerated.<key>`), so pickle and dill store the class by
+            # reference: `datasets` hashes a map function with dill, which would otherwise
+            # serialize a generated class by value, closures and context variable included.
+            cls.__module__ = __name__
+            cls.__qualname__ = f"_accelerated.{_class_key(base)}"
         _CLASSES[base] = cls
         return cls
+
+
+def _class_key(base: type) -> str:
+    return f"{base.__module__}:{base.__qualname__}".replace(".", "|")
+
+
+class _AcceleratedClasses:
+    """`_accelerated.<key>`: the accelerated class of the base class that `<key>` names."""
+
+    def __getattr__(self, key):
+        module_name, sep, qualname = key.replace("|", ".").partition(":")
+        if not sep:
+            raise AttributeError(key)
+        base = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            base = getattr(base, part)
+        return _accelerated_class(base)
+
+
+_accelerated = _AcceleratedClasses()
 
 
 def _reduce_accelerated(self):
