@@ -18,6 +18,11 @@ instead (peers with a batch call only).
 
 Peers are the PyPI packages `tokenizers` (HF), `tiktoken`, `fastokens`, `gigatoken`, `nanotoken`
 and `tokie`; missing ones are skipped. lopt runs through `target/release/lopt bench` (or `$LOPT_BIN`).
+Methods that go through Python (`scripts/bench_python.py` selects them): `hf-batch` (HF
+`encode_batch` of all timed documents in one call), `transformers` / `transformers-lopt`
+(`AutoTokenizer` on the tokenizer's folder, stock / `lopt.accelerate`d, `tok(text)`), `lopt-py`
+(`lopt.Tokenizer.encode`) and `lopt-py-batch` (`lopt.Tokenizer.encode_batch` of all timed
+documents).
 """
 
 import argparse
@@ -44,6 +49,37 @@ def tokenizer_path(name):
     return name if os.path.exists(name) else None
 
 
+def tiktoken_encoding(path, name):
+    """tiktoken's own encoding for the vocabulary, else one built from the tokenizer.json.
+
+    tiktoken downloads its encodings' files at first use, from outside the package registries;
+    where that fails, a byte-level BPE tokenizer.json without a normalizer gives the same
+    encoding (its ids as merge ranks, its `Split` regex, its added tokens as special tokens).
+    Whether the vocabulary allows it shows in the exact-match column.
+    """
+    import tiktoken
+    if name in TIKTOKEN:
+        try:
+            return tiktoken.get_encoding(TIKTOKEN[name])
+        except Exception:  # noqa: BLE001 - no network: build it below
+            pass
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    pre = data.get("pre_tokenizer") or {}
+    steps = pre.get("pretokenizers", [pre])
+    splits = [p["pattern"]["Regex"] for p in steps if p.get("type") == "Split" and "Regex" in p.get("pattern", {})]
+    if data["model"]["type"] != "BPE" or data.get("normalizer") or len(splits) != 1 \
+            or not any(p.get("type") == "ByteLevel" for p in steps):
+        raise ValueError("no tiktoken encoding for this vocabulary")
+    # GPT-2's byte <-> printable character table, as in HF's ByteLevel.
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars = printable + [256 + n for n in range(256 - len(printable))]
+    byte_of = dict(zip(map(chr, chars), [*printable, *(b for b in range(256) if b not in printable)]))
+    ranks = {bytes(byte_of[c] for c in token): rank for token, rank in data["model"]["vocab"].items()}
+    specials = {t["content"]: t["id"] for t in data.get("added_tokens", [])}
+    return tiktoken.Encoding(name, pat_str=splits[0], mergeable_ranks=ranks, special_tokens=specials)
+
+
 def load_encoder(method, path, name):
     """Returns text -> list-like of ids for one peer, or raises ImportError/ValueError."""
     if method == "hf":
@@ -51,11 +87,19 @@ def load_encoder(method, path, name):
         tok = tokenizers.Tokenizer.from_file(path)
         return lambda text: tok.encode(text, add_special_tokens=False).ids
     if method == "tiktoken":
-        import tiktoken
-        if name not in TIKTOKEN:
-            raise ValueError("no tiktoken encoding")
-        enc = tiktoken.get_encoding(TIKTOKEN[name])
+        enc = tiktoken_encoding(path, name)
         return lambda text: enc.encode(text, allowed_special="all")
+    if method in ("transformers", "transformers-lopt"):
+        from transformers import AutoTokenizer
+        tok = AutoTokenizer.from_pretrained(os.path.dirname(path))
+        if method == "transformers-lopt":
+            import lopt
+            lopt.accelerate(tok)
+        return lambda text: tok(text, add_special_tokens=False)["input_ids"]
+    if method == "lopt-py":
+        import lopt
+        tok = lopt.Tokenizer.from_file(path)
+        return lambda text: tok.encode(text, add_special_tokens=False).ids
     if method == "fastokens":
         import fastokens
         tok = fastokens.Tokenizer.from_file(path)
@@ -99,6 +143,10 @@ def load_batch_encoder(method, path, name):
             raise ValueError("BPE only")
         tok = gigatoken.Tokenizer(path)
         return lambda texts: tok.encode_batch(texts)
+    if method == "lopt-py":
+        import lopt
+        tok = lopt.Tokenizer.from_file(path)
+        return lambda texts: [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
     raise ValueError(f"{method}: no batch call")
 
 
@@ -110,6 +158,8 @@ def quantile(values, q):
 def worker(method, path, name, docs_file, batch="0"):
     docs = [json.loads(line)["text"] for line in open(docs_file, encoding="utf-8")]
     batch = int(batch)
+    if method.endswith("-batch"):  # `hf-batch`, `lopt-py-batch`: all timed documents in one call
+        method, batch = method[: -len("-batch")], len(docs)
     calls, hashes = [], []
     if batch:
         encode = load_batch_encoder(method, path, name)
@@ -133,12 +183,14 @@ def worker(method, path, name, docs_file, batch="0"):
 
 
 def run_cell(method, threads, path, name, docs_file, batch=0):
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM="false")
+    # Python methods whose thread count is the point get their threads; the rest run sequentially.
+    parallel = method in ("hf-batch", "lopt-py", "lopt-py-batch", "transformers-lopt")
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM=str(parallel).lower())
     if batch and method in ("hf", "fastokens"):
         # Their batch calls are parallel: give them their default threads (all cores).
         env.pop("RAYON_NUM_THREADS")
         env["TOKENIZERS_PARALLELISM"] = "true"
-    if method.startswith("lopt"):
+    if method in ("lopt", "lopt-hf"):
         engine = "hf" if method == "lopt-hf" else "auto"
         # `lopt-base`: a second lopt binary (e.g. a copy of main's build) measured in the same run.
         default = os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt"))
@@ -158,7 +210,7 @@ def run_cell(method, threads, path, name, docs_file, batch=0):
     return result
 
 
-def main():
+def main(argv=None):
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         try:
             worker(*sys.argv[2:7])
@@ -179,7 +231,7 @@ def main():
                     help="cut the corpus into texts of about this many bytes (short prompts)")
     ap.add_argument("--batch", type=int, default=0, help="time encode_batch of this many texts per call")
     ap.add_argument("--json", help="write the rows here too")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
 
     docs = []
     with open(args.corpus, encoding="utf-8") as f:
@@ -205,7 +257,8 @@ def main():
         if path is None:
             print(f"NOTICE: tokenizer {name} not found; skipped", file=sys.stderr)
             continue
-        cells = [(m, t) for m in args.methods for t in (args.threads if m not in ("hf", "tiktoken") else [1])]
+        sequential = ("hf", "tiktoken", "transformers")
+        cells = [(m, t) for m in args.methods for t in (args.threads if m not in sequential else [1])]
         results = {c: [] for c in cells}
         reference = None
         for r in range(args.rounds):
@@ -221,10 +274,13 @@ def main():
             if not outs:
                 continue
             exact = reference is not None and all(o["hashes"] == reference for o in outs)
+            # Documents whose ids equal HF's in every round.
+            equal_docs = 0 if reference is None else sum(
+                all(o["hashes"][i] == ref for o in outs) for i, ref in enumerate(reference))
             row = {"tokenizer": name, "method": method, "threads": threads,
                    "mb_per_s": round(statistics.median(o["mb_per_s"] for o in outs), 1),
-                   "exact_ids": exact, "rounds": len(outs), "corpus": os.path.basename(args.corpus),
-                   "docs": len(docs) - 1}
+                   "exact_ids": exact, "equal_docs": equal_docs, "rounds": len(outs),
+                   "corpus": os.path.basename(args.corpus), "docs": len(docs) - 1}
             if "median_us" in outs[0]:
                 row["median_us"] = round(statistics.median(o["median_us"] for o in outs), 1)
                 row["p90_us"] = round(statistics.median(o["p90_us"] for o in outs), 1)
@@ -234,11 +290,12 @@ def main():
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)
-    print("\n| tokenizer | method | threads | MB/s | median us/call | ids equal HF |")
+    print("\n| tokenizer | method | threads | MB/s | median us/call | texts with ids equal to HF |")
     print("|---|---|---|---|---|---|")
     for row in rows:
         print(f"| {row['tokenizer']} | {row['method']} | {row['threads']} | {row['mb_per_s']} | "
-              f"{row.get('median_us', '-')} | {'yes' if row['exact_ids'] else 'NO'} |")
+              f"{row.get('median_us', '-')} | {row['equal_docs']}/{row['docs']} |")
+    return rows
 
 
 if __name__ == "__main__":
