@@ -41,6 +41,11 @@ def load(name):
     return tok
 
 
+def fresh_pair(name="bert-base-uncased"):
+    """(stock, accelerated) of a tokenizer that loads fast, for tests that copy or change it."""
+    return load(name), lopt.accelerate(load(name))
+
+
 @pytest.fixture(scope="module", params=SELECTED)
 def pair(request):
     """(stock, accelerated) for one fixture tokenizer, loaded the same way."""
@@ -211,8 +216,8 @@ def test_same_class_name_repr_and_saved_files(pair, tmp_path):
 
 
 @pytest.mark.parametrize("how", ["copy", "deepcopy", "pickle"])
-def test_copies_stay_accelerated(pair, how):
-    stock, fast = pair
+def test_copies_stay_accelerated(how):
+    stock, fast = fresh_pair()  # a small tokenizer: copying a large one is slow, and alike
     clone = {"copy": copy.copy, "deepcopy": copy.deepcopy, "pickle": lambda t: pickle.loads(pickle.dumps(t))}[how](fast)
     assert lopt.is_accelerated(clone) and type(clone).__name__ == type(stock).__name__
     assert_same(stock(BATCH, padding=True, return_offsets_mapping=True), clone(BATCH, padding=True, return_offsets_mapping=True))
@@ -253,10 +258,8 @@ def test_accelerate_needs_a_fast_tokenizer():
         lopt.accelerate(object())
 
 
-# Changes to the tokenizer after `accelerate` reach lopt: a bert tokenizer loads fast, so these
-# tests load their own (they mutate it).
-def fresh_pair(name="bert-base-uncased"):
-    return load(name), lopt.accelerate(load(name))
+# Changes to the tokenizer after `accelerate` reach lopt (these tests load their own pair: they
+# mutate it).
 
 
 def test_added_tokens_reach_lopt():

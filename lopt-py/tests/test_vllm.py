@@ -14,7 +14,7 @@ import lopt.vllm
 pytest.importorskip("transformers")
 import fake_vllm  # noqa: E402
 
-NAME = "qwen3"
+NAME = "bert-base-uncased"  # loads and copies fast; the mechanics do not depend on the model
 PROMPTS = ["Hello, world! Ünïcödé 你好 🤗", "A second prompt, a little longer than the first one."]
 
 

@@ -20,7 +20,8 @@ Invariants:
 - The real backend's state changes exactly as it would without lopt (the view forwards every
   `enable_*`/`no_*`/`encode_special_tokens` call to it), so later unaccelerated uses see the same.
 - lopt encodes with the settings that this call chose (kept in the view, not read back from the
-  shared object), under a lock per tokenizer, so threads sharing one tokenizer cannot mix settings.
+  shared object): threads sharing one tokenizer cannot mix settings. Calls with the same settings
+  encode side by side; a call with other settings waits for those in flight.
 - The lopt tokenizer mirrors the real one: it is rebuilt when the real object is replaced, when
   tokens are added through transformers (`add_tokens`, `add_special_tokens`), or when its
   normalizer, pre-tokenizer or post-processor changes (compared on every call, a few µs).
@@ -35,8 +36,10 @@ from __future__ import annotations
 import contextvars
 import functools
 import importlib
+import os
 import threading
 import warnings
+import weakref
 from typing import Any
 
 import tokenizers
@@ -84,10 +87,15 @@ def _fingerprint(real: tokenizers.Tokenizer) -> tuple:
 
 
 class _Route:
-    """The lopt tokenizer behind one transformers tokenizer, and the settings last applied to it."""
+    """The lopt tokenizer behind one transformers tokenizer, and the settings last applied to it.
+
+    Calls with the settings in force encode at once, side by side (lopt's tokenizer may be shared
+    between threads); a call with other settings, or one that finds the real tokenizer changed,
+    waits until the encodes in flight are done, then applies its settings or rebuilds.
+    """
 
     def __init__(self, source: tokenizers.Tokenizer, options: dict[str, Any], engine=None, fingerprint=None):
-        self.lock = threading.Lock()
+        self._reset_after_fork()
         self.options = dict(options)
         self.source = source
         self.stale = False
@@ -96,6 +104,12 @@ class _Route:
             self.rebuild(source)
         else:
             self.engine, self.fingerprint = engine, fingerprint
+        _ROUTES.add(self)
+
+    def _reset_after_fork(self) -> None:
+        # A fork while another thread encoded would leave the child waiting for that encode.
+        self.changing = threading.Condition()
+        self.in_flight = 0
 
     def rebuild(self, source: tokenizers.Tokenizer) -> None:
         """Builds the lopt tokenizer from the real one's JSON (its current settings included).
@@ -110,33 +124,60 @@ class _Route:
         self.source, self.fingerprint, self.stale, self.applied = source, fingerprint, False, None
 
     def encode_batch(self, real, inputs, add_special_tokens, is_pretokenized, settings):
-        with self.lock:
-            if self.stale or self.source is not real or _fingerprint(real) != self.fingerprint:
-                self.rebuild(real)
-            if settings != self.applied:
-                truncation, padding, split_special = settings
-                if truncation is None:
-                    self.engine.no_truncation()
-                else:
-                    self.engine.enable_truncation(**truncation)
-                if padding is None:
-                    self.engine.no_padding()
-                else:
-                    self.engine.enable_padding(**padding)
-                self.engine.encode_special_tokens = split_special
-                self.applied = settings
-            return self.engine.encode_batch(
-                inputs, add_special_tokens=add_special_tokens, is_pretokenized=is_pretokenized
-            )
+        with self.changing:
+            while True:
+                outdated = self.stale or self.source is not real or _fingerprint(real) != self.fingerprint
+                if not outdated and settings == self.applied:
+                    break
+                if self.in_flight == 0:
+                    if outdated:
+                        self.rebuild(real)
+                    self._apply(settings)
+                    break
+                self.changing.wait()
+            self.in_flight += 1
+            engine = self.engine
+        try:
+            return engine.encode_batch(inputs, add_special_tokens=add_special_tokens, is_pretokenized=is_pretokenized)
+        finally:
+            with self.changing:
+                self.in_flight -= 1
+                self.changing.notify_all()
+
+    def _apply(self, settings) -> None:
+        truncation, padding, split_special = settings
+        if truncation is None:
+            self.engine.no_truncation()
+        else:
+            self.engine.enable_truncation(**truncation)
+        if padding is None:
+            self.engine.no_padding()
+        else:
+            self.engine.enable_padding(**padding)
+        self.engine.encode_special_tokens = split_special
+        self.applied = settings
 
     def __reduce__(self):
-        # The lock cannot be pickled or copied; everything else travels (the lopt tokenizer through
-        # its own pickle/deepcopy support, so a copy need not rebuild it).
+        # The condition cannot be pickled or copied; everything else travels (the lopt tokenizer
+        # through its own pickle/deepcopy support, so a copy need not rebuild it).
         return (_Route._revive, (self.source, self.options, self.engine, self.fingerprint))
 
     @staticmethod
     def _revive(source, options, engine, fingerprint):
         return _Route(source, options, engine=engine, fingerprint=fingerprint)
+
+
+_ROUTES: weakref.WeakSet[_Route] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    global _CLASSES_LOCK, _patch_lock
+    _CLASSES_LOCK, _patch_lock = threading.Lock(), threading.Lock()
+    for route in list(_ROUTES):
+        route._reset_after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 class _EncodeView:
