@@ -292,3 +292,28 @@ def test_replaced_backend_reaches_lopt():
     for tok in (stock, fast):
         tok._tokenizer = tokenizers.Tokenizer.from_str(other.backend_tokenizer.to_str())
     assert_same(stock(BATCH), fast(BATCH))
+
+
+def test_other_threads_see_the_real_backend_while_one_encodes():
+    """vLLM encodes on an executor thread while its event loop streams detokenization with
+    `DecodeStream.step(tokenizer._tokenizer, id)`: the view must stay in the encoding thread."""
+    stock, fast = fresh_pair()
+    ids = stock(TEXT)["input_ids"]
+    done = threading.Event()
+    results = []
+
+    def encode_in_background():
+        while not done.is_set():
+            results.append(fast([LONG * 20] * 4, truncation=True, max_length=4096)["input_ids"][0][:4])
+
+    worker = threading.Thread(target=encode_in_background)
+    worker.start()
+    try:
+        for _ in range(200):
+            assert type(fast._tokenizer) is tokenizers.Tokenizer
+            stream = DecodeStream(skip_special_tokens=False)
+            assert "".join(p for p in (stream.step(fast._tokenizer, i) for i in ids) if p) == stock.decode(ids)
+    finally:
+        done.set()
+        worker.join()
+    assert results and all(r == results[0] for r in results)
