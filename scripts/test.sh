@@ -25,6 +25,22 @@ python_tests() {
         target/py-wheels/lopt-*.whl
     step "pytest lopt-py/tests"
     "$venv/bin/pytest" -q lopt-py/tests
+    transformers4_tests
+}
+
+transformers4_tests() {
+    # transformers 4.57 (`PreTrainedTokenizerFast`) in a second venv, with the newest tokenizers it
+    # accepts (0.22.2: it asks for <=0.23.0, which exists only as a release candidate); the same
+    # wheel, without its dependencies (it asks for tokenizers 0.23). A smaller tokenizer matrix.
+    local venv=target/py-venv-transformers4
+    step "Python: venv $venv (transformers 4.57)"
+    [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check -r lopt-py/requirements-test-transformers4.txt
+    "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps \
+        target/py-wheels/lopt-*.whl
+    step "pytest lopt-py/tests (transformers 4.57)"
+    LOPT_TRANSFORMERS_TOKENIZERS=qwen3,bert-base-uncased "$venv/bin/pytest" -q lopt-py/tests/test_transformers.py \
+        lopt-py/tests/test_transformers_patch.py lopt-py/tests/test_vllm.py
 }
 
 if [ "${1:-}" = "--python-only" ]; then

@@ -1,25 +1,18 @@
-"""Where the fixture tokenizers and corpora are, found the way the Rust tests find them.
+"""The fixture tokenizers as folders (tokenizer.json + tokenizer_config.json where one exists), for
+`AutoTokenizer.from_pretrained(folder)`; found by conftest's lookup ($LOPT_SHARED or ../shared,
+else fixtures/tokenizers)."""
 
-`$LOPT_SHARED/tokenizers/<name>/` (default `../shared` beside the repository root), else
-`fixtures/tokenizers/<name>/` that `scripts/fetch-fixtures.sh` fills on a machine without shared/.
-"""
-
-import os
 from pathlib import Path
 
 import pytest
+from conftest import ROOT, fixture_dirs, fixture_paths
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def shared_dir() -> Path:
-    return Path(os.environ.get("LOPT_SHARED", ROOT.parent / "shared"))
+__all__ = ["ROOT", "tokenizer_dir"]
 
 
 def tokenizer_dir(name: str) -> Path:
-    """The folder holding `<name>`'s tokenizer.json (and tokenizer_config.json where it has one);
-    skips the test with a visible reason when the fixture is absent."""
-    for base in (shared_dir() / "tokenizers", ROOT / "fixtures" / "tokenizers"):
-        if (base / name / "tokenizer.json").is_file():
-            return base / name
-    pytest.skip(f"fixture tokenizer {name} not found (run scripts/fetch-fixtures.sh)")
+    """The folder holding `name`'s tokenizer.json; skips the test, saying why, when it is absent."""
+    path = fixture_paths().get(name)
+    if path is None:
+        pytest.skip(f"fixture tokenizer {name} not found under {fixture_dirs()}")
+    return path.parent

@@ -14,6 +14,7 @@ Errors are ``lopt.LoptError`` (a ``ValueError``) with a one-line message.
 
 from ._lopt import MAX_PADDING_LENGTH, Encoding, LoptError
 from ._tokenizer import SequentialWarning, Tokenizer, default_threads
+from ._transformers import accelerate, is_accelerated, patch_transformers, unpatch_transformers
 
 __version__ = "0.1.0"
 
@@ -23,5 +24,9 @@ __all__ = [
     "MAX_PADDING_LENGTH",
     "SequentialWarning",
     "Tokenizer",
+    "accelerate",
     "default_threads",
+    "is_accelerated",
+    "patch_transformers",
+    "unpatch_transformers",
 ]
