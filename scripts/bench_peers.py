@@ -190,7 +190,7 @@ def run_cell(method, threads, path, name, docs_file, batch=0):
         # Their batch calls are parallel: give them their default threads (all cores).
         env.pop("RAYON_NUM_THREADS")
         env["TOKENIZERS_PARALLELISM"] = "true"
-    if method in ("lopt", "lopt-hf"):
+    if method in ("lopt", "lopt-hf", "lopt-base"):
         engine = "hf" if method == "lopt-hf" else "auto"
         # `lopt-base`: a second lopt binary (e.g. a copy of main's build) measured in the same run.
         default = os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt"))
