@@ -51,6 +51,10 @@ pub struct TokenizerArgs {
     /// Engine that tokenizes the chunks
     #[arg(long, value_enum, default_value_t = Engine::Auto)]
     pub engine: Engine,
+    /// Keep the tokens of recent long texts, up to SIZE of memory (e.g. 256MiB), and re-encode
+    /// only what follows a shared prefix (across the lines of a JSONL input) [default: off]
+    #[arg(long, value_name = "SIZE", value_parser = byte_size)]
+    pub prefix_cache: Option<usize>,
 }
 
 /// `--engine`: the CLI spelling of [`lopt::EngineKind`].
@@ -162,9 +166,39 @@ fn positive(value: &str) -> Result<usize, String> {
     }
 }
 
+/// Parses a size in bytes: a whole number with an optional unit (`B`, `KB`, `MB`, `GB` in powers
+/// of 1000, `KiB`, `MiB`, `GiB` in powers of 1024; `K`, `M`, `G` alone mean the binary ones).
+fn byte_size(value: &str) -> Result<usize, String> {
+    let value = value.trim();
+    let split = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
+    let (number, unit) = value.split_at(split);
+    let number: usize = number.parse().map_err(|e| format!("{e} (expected a size such as 256MiB)"))?;
+    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "mb" => 1000 * 1000,
+        "gb" => 1000 * 1000 * 1000,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        other => return Err(format!("unknown unit {other:?} (expected B, KB, MB, GB, KiB, MiB or GiB)")),
+    };
+    number.checked_mul(scale).ok_or_else(|| format!("{value} is too large"))
+}
+
 #[cfg(test)]
 mod tests {
-    use super::positive;
+    use super::{byte_size, positive};
+
+    #[test]
+    fn sizes_take_decimal_and_binary_units() {
+        assert_eq!(byte_size("256MiB"), Ok(256 << 20));
+        assert_eq!(byte_size("1GB"), Ok(1_000_000_000));
+        assert_eq!(byte_size("4096"), Ok(4096));
+        assert_eq!(byte_size("64k"), Ok(64 << 10));
+        assert!(byte_size("12 parsecs").is_err());
+        assert!(byte_size("MiB").is_err());
+    }
 
     #[test]
     fn counts_must_be_positive_whole_numbers() {

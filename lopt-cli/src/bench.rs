@@ -33,6 +33,20 @@ struct BenchResult<'a> {
     threads: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     ids: Option<Vec<Vec<u32>>>,
+    /// The prefix cache's counters (`--prefix-cache`), warm-up included.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    prefix_cache: Option<CacheStats>,
+}
+
+#[derive(serde::Serialize)]
+struct CacheStats {
+    hits: u64,
+    misses: u64,
+    bytes_reused: u64,
+    bytes_encoded: u64,
+    bytes_held: usize,
+    entries: usize,
+    capacity: usize,
 }
 
 /// Runs `lopt bench`.
@@ -92,6 +106,15 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         engine: tokenizer.engine_name(),
         threads: tokenizer.threads(),
         ids,
+        prefix_cache: tokenizer.prefix_cache_stats().map(|s| CacheStats {
+            hits: s.hits,
+            misses: s.misses,
+            bytes_reused: s.bytes_reused,
+            bytes_encoded: s.bytes_encoded,
+            bytes_held: s.bytes_held,
+            entries: s.entries,
+            capacity: s.capacity,
+        }),
     };
     let mut out = std::io::stdout().lock();
     serde_json::to_writer(&mut out, &result)?;

@@ -32,6 +32,7 @@ pub fn run(args: &EncodeArgs) -> Result<()> {
             output.write(doc.id.as_ref(), &encoding)?;
             Ok(ControlFlow::Continue(()))
         })?;
+        source::note_prefix_cache(tokenizer);
         output.finish()
     } else {
         let text = input.read_text()?;

@@ -79,6 +79,9 @@ fn builder(args: &TokenizerArgs) -> lopt::TokenizerBuilder {
     if let Some(bytes) = args.overlap {
         builder = builder.overlap(bytes);
     }
+    if let Some(bytes) = args.prefix_cache {
+        builder = builder.prefix_cache(bytes);
+    }
     builder
 }
 
@@ -96,5 +99,15 @@ fn name_tokenizer(err: lopt::Error, name: &str) -> anyhow::Error {
 pub fn note_sequential(tokenizer: &lopt::Tokenizer) {
     if let lopt::Parallelism::Sequential { reason } = tokenizer.parallelism() {
         report::note(&format!("note: this tokenizer is encoded sequentially, one thread per text ({reason})"));
+    }
+}
+
+/// One line on stderr with the prefix cache's counters, when it is on.
+pub fn note_prefix_cache(tokenizer: &lopt::Tokenizer) {
+    if let Some(s) = tokenizer.prefix_cache_stats() {
+        eprintln!(
+            "lopt: prefix cache: {} hits, {} misses, {} bytes reused, {} bytes encoded, {} texts ({} of {} bytes) held",
+            s.hits, s.misses, s.bytes_reused, s.bytes_encoded, s.entries, s.bytes_held, s.capacity
+        );
     }
 }

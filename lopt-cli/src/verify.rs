@@ -92,6 +92,7 @@ pub fn run(args: &EncodeArgs) -> Result<ExitCode> {
         tokenizer.engine_name(),
         tokenizer.threads(),
     ));
+    source::note_prefix_cache(tokenizer);
     Ok(ExitCode::SUCCESS)
 }
 

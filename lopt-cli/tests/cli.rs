@@ -224,6 +224,33 @@ fn verify_passes_with_fixture_tokenizers() {
 }
 
 #[test]
+fn prefix_cache_reuses_across_jsonl_lines_with_the_same_output() {
+    let base = sample(60_000, 3);
+    let mut prompt = String::new();
+    let docs: String = (0..5)
+        .map(|i| {
+            prompt.push_str(if i == 0 { &base } else { " and one more question about the text?\n" });
+            serde_json::json!({"id": i, "text": prompt}).to_string() + "\n"
+        })
+        .collect();
+    let plain = lopt(&["encode", "--jsonl", "--offsets", "--chunk-size", "7000"], docs.as_bytes());
+    assert!(plain.status.success(), "{}", text(&plain.stderr));
+    let args = ["encode", "--jsonl", "--offsets", "--chunk-size", "7000", "--prefix-cache", "64MiB"];
+    let cached = lopt(&args, docs.as_bytes());
+    assert!(cached.status.success(), "{}", text(&cached.stderr));
+    assert_eq!(text(&cached.stdout), text(&plain.stdout));
+    let stderr = text(&cached.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert!(stderr.contains("prefix cache: 4 hits, 1 misses"), "{stderr}");
+
+    let out = lopt(&["verify", "--jsonl", "--chunk-size", "7000", "--prefix-cache", "64MiB"], docs.as_bytes());
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("4 hits"), "{}", text(&out.stderr));
+    let bad = lopt(&["encode", "--prefix-cache", "12 parsecs"], b"x");
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad.stderr));
+}
+
+#[test]
 fn sequential_tokenizers_are_announced_once() {
     let path = write_tmp("sequential-note.tokenizer.json", SEQUENTIAL_TOKENIZER.as_bytes());
     let docs = "{\"text\": \"hello world\"}\n".repeat(3);
@@ -269,6 +296,13 @@ fn bench_prints_one_json_object() {
     assert!(result["seconds"].as_f64().is_some_and(|s| s > 0.0));
     assert!(result["mb_per_s"].as_f64().is_some_and(|s| s > 0.0));
     assert!(result["engine"].is_string());
+    assert!(result.get("prefix_cache").is_none());
+
+    let out = lopt(&["bench", "--prefix-cache", "1MiB", path.to_str().expect("path")], b"");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("one JSON object");
+    assert_eq!(result["prefix_cache"]["misses"], 3, "unrelated documents: {result}");
+    assert_eq!(result["prefix_cache"]["capacity"], 1 << 20);
 }
 
 /// A word-level tokenizer with the given pieces, for the hostile-file tests.
