@@ -350,10 +350,10 @@ impl Encoding {
             "right" => tokenizers::PaddingDirection::Right,
             other => return Err(direction_error(other)),
         };
-        if length > crate::options::MAX_PADDING_LENGTH {
+        if length > lopt::MAX_PADDING_LENGTH {
             return Err(LoptError::new_err(format!(
-                "padding length {length} is over lopt's limit of {} tokens",
-                crate::options::MAX_PADDING_LENGTH
+                "padding to {length} tokens is over lopt's limit of {}",
+                lopt::MAX_PADDING_LENGTH
             )));
         }
         let hf = self.hf_mut(py)?;

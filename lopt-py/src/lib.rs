@@ -56,6 +56,6 @@ fn _lopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<native::Core>()?;
     m.add_class::<encoding::Encoding>()?;
     m.add_class::<options::Options>()?;
-    m.add("MAX_PADDING_LENGTH", options::MAX_PADDING_LENGTH)?;
+    m.add("MAX_PADDING_LENGTH", lopt::MAX_PADDING_LENGTH)?;
     Ok(())
 }

@@ -12,6 +12,7 @@ use pyo3::types::{PyByteArray, PyString};
 
 use crate::encoding::Encoding;
 use crate::guarded;
+use crate::options::Options;
 
 /// A lopt tokenizer: parallel, exact encoding of single texts and batches.
 #[pyclass(module = "lopt._lopt", frozen)]
@@ -52,6 +53,40 @@ fn bytearray<'py, T: Copy, const N: usize>(
         }
         Ok(())
     })
+}
+
+impl Core {
+    /// Encodes one text with the call's options (`None`: the `tokenizer.json`'s own), GIL released.
+    fn run(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        add_special_tokens: bool,
+        options: Option<&Options>,
+    ) -> PyResult<lopt::Encoding> {
+        py.detach(|| {
+            guarded(|| match options {
+                Some(options) => self.tokenizer.encode_with(text, options.get(add_special_tokens)),
+                None => self.tokenizer.encode(text, add_special_tokens),
+            })
+        })
+    }
+
+    /// Encodes a batch with the call's options, GIL released.
+    fn run_batch(
+        &self,
+        py: Python<'_>,
+        texts: &[&str],
+        add_special_tokens: bool,
+        options: Option<&Options>,
+    ) -> PyResult<Vec<lopt::Encoding>> {
+        py.detach(|| {
+            guarded(|| match options {
+                Some(options) => self.tokenizer.encode_batch_with(texts, options.get(add_special_tokens)),
+                None => self.tokenizer.encode_batch(texts, add_special_tokens),
+            })
+        })
+    }
 }
 
 #[pymethods]
@@ -95,27 +130,30 @@ impl Core {
         self.tokenizer.threads()
     }
 
-    /// Encodes one text.
-    #[pyo3(signature = (text, add_special_tokens=true))]
-    fn encode(&self, py: Python<'_>, text: Bound<'_, PyString>, add_special_tokens: bool) -> PyResult<Encoding> {
-        let view = text.to_str()?;
-        let encoding = py.detach(|| guarded(|| self.tokenizer.encode(view, add_special_tokens)))?;
+    /// Encodes one text; `options=None` means the `tokenizer.json`'s own truncation and padding.
+    #[pyo3(signature = (text, add_special_tokens=true, options=None))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        text: Bound<'_, PyString>,
+        add_special_tokens: bool,
+        options: Option<&Bound<'_, Options>>,
+    ) -> PyResult<Encoding> {
+        let encoding = self.run(py, text.to_str()?, add_special_tokens, options.map(Bound::get))?;
         Ok(Encoding::native(encoding, text.unbind(), self.has_ranges))
     }
 
     /// Encodes a list of texts; `None` when an item is not a `str`.
-    #[pyo3(signature = (texts, add_special_tokens=true))]
+    #[pyo3(signature = (texts, add_special_tokens=true, options=None))]
     fn encode_batch(
         &self,
         py: Python<'_>,
         texts: &Bound<'_, PyAny>,
         add_special_tokens: bool,
+        options: Option<&Bound<'_, Options>>,
     ) -> PyResult<Option<Vec<Encoding>>> {
         let Some(texts) = strings(texts)? else { return Ok(None) };
-        let encodings = {
-            let views = views(&texts)?;
-            py.detach(|| guarded(|| self.tokenizer.encode_batch(&views, add_special_tokens)))?
-        };
+        let encodings = self.run_batch(py, &views(&texts)?, add_special_tokens, options.map(Bound::get))?;
         Ok(Some(
             encodings
                 .into_iter()
@@ -126,34 +164,32 @@ impl Core {
     }
 
     /// The ids of one text as native-endian `uint32` bytes.
-    #[pyo3(signature = (text, add_special_tokens=true))]
+    #[pyo3(signature = (text, add_special_tokens=true, options=None))]
     fn encode_ids<'py>(
         &self,
         py: Python<'py>,
         text: Bound<'py, PyString>,
         add_special_tokens: bool,
+        options: Option<&Bound<'py, Options>>,
     ) -> PyResult<Bound<'py, PyByteArray>> {
-        let view = text.to_str()?;
-        let encoding = py.detach(|| guarded(|| self.tokenizer.encode(view, add_special_tokens)))?;
+        let encoding = self.run(py, text.to_str()?, add_special_tokens, options.map(Bound::get))?;
         bytearray(py, encoding.ids().iter().copied(), u32::to_ne_bytes)
     }
 
     /// The ids of many texts, concatenated, as native-endian `uint32` bytes, and the `int64`
     /// row offsets (`len(texts) + 1` of them: row `i` is `ids[offsets[i]:offsets[i + 1]]`);
     /// `None` when an item is not a `str`.
-    #[pyo3(signature = (texts, add_special_tokens=true))]
+    #[pyo3(signature = (texts, add_special_tokens=true, options=None))]
     #[allow(clippy::type_complexity)]
     fn encode_batch_ids<'py>(
         &self,
         py: Python<'py>,
         texts: &Bound<'py, PyAny>,
         add_special_tokens: bool,
+        options: Option<&Bound<'py, Options>>,
     ) -> PyResult<Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>> {
         let Some(texts) = strings(texts)? else { return Ok(None) };
-        let encodings = {
-            let views = views(&texts)?;
-            py.detach(|| guarded(|| self.tokenizer.encode_batch(&views, add_special_tokens)))?
-        };
+        let encodings = self.run_batch(py, &views(&texts)?, add_special_tokens, options.map(Bound::get))?;
         let mut rows = Vec::with_capacity(encodings.len() + 1);
         rows.push(0i64);
         let mut total = 0usize;

@@ -3,28 +3,36 @@
 //!
 //! Invariant: an `Options` is immutable; the Python side swaps in a new one when a setting
 //! changes, so an encode in flight keeps the settings it started with, and no lock is held while
-//! encoding. Sizes that would make the process allocate without bound (a fixed padding length or
-//! `pad_to_multiple_of` over [`MAX_PADDING_LENGTH`]) are refused here, before any encode.
+//! encoding. The library checks the values on every encode (`Tokenizer::check_options`: padding
+//! over `lopt::MAX_PADDING_LENGTH`, a stride that leaves no room).
 
 use lopt::hf::{
     PaddingDirection, PaddingParams, PaddingStrategy, TruncationDirection, TruncationParams, TruncationStrategy,
 };
+use lopt::EncodeOptions;
 use pyo3::conversion::FromPyObjectOwned;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use crate::LoptError;
 
-/// The largest padding length accepted (16,777,216 tokens, 64 MiB of ids per column): no model
-/// has a context near it, and a larger one only serves to exhaust memory.
-pub(crate) const MAX_PADDING_LENGTH: usize = 1 << 24;
-
-/// Truncation and padding for one call, as HF `tokenizers` parameters.
+/// Truncation and padding for one call, built once per change of settings, with and without
+/// special tokens.
 #[pyclass(module = "lopt._lopt", frozen)]
-#[allow(dead_code)] // Read by the encoders once the library takes per-call settings.
 pub(crate) struct Options {
-    pub(crate) truncation: Option<TruncationParams>,
-    pub(crate) padding: Option<PaddingParams>,
+    with_special: EncodeOptions,
+    without_special: EncodeOptions,
+}
+
+impl Options {
+    /// The library's options for a call that does (or does not) add special tokens.
+    pub(crate) fn get(&self, add_special_tokens: bool) -> &EncodeOptions {
+        if add_special_tokens {
+            &self.with_special
+        } else {
+            &self.without_special
+        }
+    }
 }
 
 #[pymethods]
@@ -33,10 +41,10 @@ impl Options {
     #[new]
     #[pyo3(signature = (truncation=None, padding=None))]
     fn new(truncation: Option<&Bound<'_, PyDict>>, padding: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        Ok(Options {
-            truncation: truncation.map(parse_truncation).transpose()?,
-            padding: padding.map(parse_padding).transpose()?,
-        })
+        let options = EncodeOptions::new()
+            .truncation(truncation.map(parse_truncation).transpose()?)
+            .padding(padding.map(parse_padding).transpose()?);
+        Ok(Options { without_special: options.clone().add_special_tokens(false), with_special: options })
     }
 }
 
@@ -69,15 +77,8 @@ fn parse_truncation(dict: &Bound<'_, PyDict>) -> PyResult<TruncationParams> {
 }
 
 fn parse_padding(dict: &Bound<'_, PyDict>) -> PyResult<PaddingParams> {
-    let bounded = |name: &str, n: usize| {
-        if n > MAX_PADDING_LENGTH {
-            Err(LoptError::new_err(format!("padding {name} {n} is over lopt's limit of {MAX_PADDING_LENGTH} tokens")))
-        } else {
-            Ok(n)
-        }
-    };
     let strategy = match item::<usize>(dict, "length")? {
-        Some(n) => PaddingStrategy::Fixed(bounded("length", n)?),
+        Some(n) => PaddingStrategy::Fixed(n),
         None => PaddingStrategy::BatchLongest,
     };
     let direction = match item::<String>(dict, "direction")?.as_deref() {
@@ -85,12 +86,10 @@ fn parse_padding(dict: &Bound<'_, PyDict>) -> PyResult<PaddingParams> {
         Some("left") => PaddingDirection::Left,
         Some(other) => return Err(LoptError::new_err(format!("unknown padding direction {other:?}"))),
     };
-    let pad_to_multiple_of =
-        item::<usize>(dict, "pad_to_multiple_of")?.map(|n| bounded("pad_to_multiple_of", n)).transpose()?;
     Ok(PaddingParams {
         strategy,
         direction,
-        pad_to_multiple_of,
+        pad_to_multiple_of: item(dict, "pad_to_multiple_of")?,
         pad_id: item(dict, "pad_id")?.unwrap_or(0),
         pad_type_id: item(dict, "pad_type_id")?.unwrap_or(0),
         pad_token: item(dict, "pad_token")?.unwrap_or_else(|| "[PAD]".to_owned()),

@@ -184,3 +184,33 @@ fn post_processor_variants() {
         }
     }
 }
+
+/// Found by the Python tests (issue 7): Gemma 3 with truncation (max_length 7, stride 2) on
+/// "line\nbreaks\r\n\r\nand\ttabs\t" reports the overflow `[<bos>, ...]` one token short of HF's
+/// (the final "\t" token, id 624, is missing), with either engine. HF's `tokenize_with_limit`
+/// checks the limit only after a split the model tokenized; added-token splits (here "\t",
+/// "\n") are counted but never stop it, so it keeps the next model split too, which
+/// `Finisher::limit_like_model` (cutting after the pre-token of token `max_length - 1`) does not.
+#[test]
+#[ignore = "open: limit_like_model must skip added-token splits like tokenize_with_limit"]
+fn gemma3_truncation_overflow_keeps_the_last_token() {
+    let Some(path) = fixture("gemma3") else {
+        eprintln!("NOTICE: fixture gemma3 absent; test skipped");
+        return;
+    };
+    let text = "line\nbreaks\r\n\r\nand\ttabs\t";
+    let truncation = lopt::hf::TruncationParams { max_length: 7, stride: 2, ..Default::default() };
+    let differences: Vec<String> = [lopt::EngineKind::Auto, lopt::EngineKind::Hf]
+        .into_iter()
+        .filter_map(|engine| {
+            let tokenizer = TokenizerBuilder::new().engine(engine).threads(2).build_from_file(&path).unwrap();
+            let mut hf = tokenizer.hf().clone();
+            hf.with_truncation(Some(truncation.clone())).unwrap();
+            let want = lopt::Encoding::from(hf.encode(text, true).unwrap());
+            let options = lopt::EncodeOptions::new().truncation(Some(truncation.clone()));
+            let got = tokenizer.encode_with(text, &options).unwrap();
+            (got != want).then(|| format!("{engine} ({}): {:?}", tokenizer.engine_name(), got.first_difference(&want)))
+        })
+        .collect();
+    assert!(differences.is_empty(), "{differences:?}");
+}

@@ -30,6 +30,8 @@ import warnings
 from typing import Any, NamedTuple, Optional
 
 import tokenizers
+import tokenizers.models
+import tokenizers.pre_tokenizers
 
 from . import _lopt
 from ._lopt import Encoding, LoptError
@@ -72,8 +74,23 @@ class _State(NamedTuple):
     truncation: Optional[dict]
     padding: Optional[dict]
     encode_special_tokens: bool
-    # Whether the native core encodes single texts with these settings.
+    # Whether the native core encodes texts with these settings.
     native: bool
+    # The settings as the native core takes them.
+    options: "_lopt.Options"
+
+
+@functools.lru_cache(maxsize=1)
+def overflow_like_lopt() -> bool:
+    """Whether the installed ``tokenizers`` truncates as the Rust crate lopt is built on
+    (0.23.0 to 0.23.2: the model stops at ``max_length`` whole pre-tokens, so the overflow holds
+    only what it produced, and left truncation renumbers words). 0.23.3 tokenizes everything
+    first; with it, lopt hands truncating calls to the inner tokenizer, so results stay those of
+    the installed release."""
+    probe = tokenizers.Tokenizer(tokenizers.models.WordLevel({"a": 0, "b": 1}, unk_token="a"))
+    probe.pre_tokenizer = tokenizers.pre_tokenizers.WhitespaceSplit()
+    probe.enable_truncation(1)
+    return len(probe.encode("a b").overflowing) == 0
 
 
 def _caller_level() -> int:
@@ -196,14 +213,13 @@ class Tokenizer:
                 stacklevel=_caller_level(),
             )
         self._core = core
-        self._core_settings = (self._hf.truncation, self._hf.padding)
         self._refresh()
 
     def _refresh(self) -> None:
         hf = self._hf
         truncation, padding, special = hf.truncation, hf.padding, hf.encode_special_tokens
-        native = not special and (truncation, padding) == self._core_settings
-        self._state = _State(truncation, padding, special, native)
+        native = not special and (truncation is None or overflow_like_lopt())
+        self._state = _State(truncation, padding, special, native, _lopt.Options(truncation, padding))
 
     def _live(self) -> "_lopt.Core":
         if self._generation != _fork_generation:
@@ -252,10 +268,14 @@ class Tokenizer:
     ) -> Encoding:
         """Encodes a text (or a pair, or pre-tokenized input) as ``tokenizers.Tokenizer.encode``
         does; offsets are character offsets. A single text is encoded by lopt with the GIL
-        released; anything else by the inner HF tokenizer."""
+        released, with the current truncation and padding; anything else by the inner HF
+        tokenizer."""
         state = self._state
         if state.native and pair is None and not is_pretokenized and isinstance(sequence, str):
-            return self._live().encode(sequence, add_special_tokens)
+            try:
+                return self._live().encode(sequence, add_special_tokens, state.options)
+            except LoptError:
+                pass  # HF decides: it may accept what lopt refuses (see _native_refused)
         return _wrap(self._call_hf("encode", sequence, pair, is_pretokenized, add_special_tokens))
 
     def encode_batch(
@@ -266,7 +286,10 @@ class Tokenizer:
         by the inner HF tokenizer."""
         state = self._state
         if state.native and not is_pretokenized and not isinstance(input, str):
-            encodings = self._live().encode_batch(input, add_special_tokens)
+            try:
+                encodings = self._live().encode_batch(input, add_special_tokens, state.options)
+            except LoptError:
+                encodings = None  # HF decides: it may accept what lopt refuses
             if encodings is not None:
                 return encodings
         return [_wrap(e) for e in self._call_hf("encode_batch", input, is_pretokenized, add_special_tokens)]
@@ -305,7 +328,11 @@ class Tokenizer:
 
         state = self._state
         if state.native and isinstance(text, str):
-            return np.frombuffer(self._live().encode_ids(text, add_special_tokens), dtype=np.uint32)
+            try:
+                ids = self._live().encode_ids(text, add_special_tokens, state.options)
+                return np.frombuffer(ids, dtype=np.uint32)
+            except LoptError:
+                pass  # HF decides, through encode
         return np.asarray(self.encode(text, add_special_tokens=add_special_tokens).ids, dtype=np.uint32)
 
     def encode_batch_ids(self, texts: Any, add_special_tokens: bool = True) -> "tuple[Any, Any]":
@@ -315,7 +342,10 @@ class Tokenizer:
 
         state = self._state
         if state.native and not isinstance(texts, str):
-            out = self._live().encode_batch_ids(texts, add_special_tokens)
+            try:
+                out = self._live().encode_batch_ids(texts, add_special_tokens, state.options)
+            except LoptError:
+                out = None  # HF decides, through encode_batch
             if out is not None:
                 ids, rows = out
                 return np.frombuffer(ids, dtype=np.uint32), np.frombuffer(rows, dtype=np.int64)
