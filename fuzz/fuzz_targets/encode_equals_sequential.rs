@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 
 /// New fixtures go at the end, so that saved inputs keep picking the same tokenizer.
 const FIXTURES: &[&str] =
-    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "bert-base-uncased", "bert-base-cased", "gemma3", "llama2"];
+    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "bert-base-uncased", "bert-base-cased", "gemma3", "llama2", "gpt4o", "claude"];
 
 fn fixture_bytes() -> &'static [(&'static str, Vec<u8>)] {
     static CELL: OnceLock<Vec<(&'static str, Vec<u8>)>> = OnceLock::new();

@@ -37,6 +37,7 @@ pub fn run(args: &InfoArgs) -> Result<()> {
     let mut patterns = Vec::new();
     split_patterns(&json["pre_tokenizer"], &mut patterns);
     rows.extend(patterns.into_iter().map(|p| ("split regex", p)));
+    rows.extend(tokenizer.equivalences().iter().map(|e| ("equivalence", e.clone())));
     rows.push((
         "engine",
         match tokenizer.engine_reason() {

@@ -10,8 +10,19 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
 /// Fixture tokenizers `verify` is run with (when present).
-const FIXTURES: &[&str] =
-    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gemma3", "llama2", "gpt2", "bert-base-uncased", "bert-base-cased"];
+const FIXTURES: &[&str] = &[
+    "qwen3",
+    "deepseek_v3",
+    "llama3_1",
+    "gptoss",
+    "gpt4o",
+    "claude",
+    "gemma3",
+    "llama2",
+    "gpt2",
+    "bert-base-uncased",
+    "bert-base-cased",
+];
 
 /// A tokenizer no native engine supports and whose split pattern has no argued cut rule: lopt
 /// encodes it sequentially with the HF engine.

@@ -8,8 +8,19 @@
 use std::path::{Path, PathBuf};
 
 /// Every fixture tokenizer, by folder name.
-pub const FIXTURES: &[&str] =
-    &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gemma3", "llama2", "gpt2", "bert-base-uncased", "bert-base-cased"];
+pub const FIXTURES: &[&str] = &[
+    "qwen3",
+    "deepseek_v3",
+    "llama3_1",
+    "gptoss",
+    "gpt4o",
+    "claude",
+    "gemma3",
+    "llama2",
+    "gpt2",
+    "bert-base-uncased",
+    "bert-base-cased",
+];
 
 /// The workspace root.
 pub fn workspace_root() -> PathBuf {
@@ -126,6 +137,18 @@ pub const TRAPS: &[&str] = &[
     "١٢٣",
     "Ⅻ",
     "\u{200d}",
+    // Compatibility characters (NFKC/NFKD change them; the cut rule must not care): ligatures,
+    // full-width and half-width forms (half-width katakana with a voicing mark composes),
+    // compatibility jamo (compose to a syllable), super/subscripts, fractions, ellipsis,
+    // no-break space, circled and squared forms.
+    "\u{fb01}ne",
+    "Ｈｅｌｌｏ，ｗｏｒｌｄ！",
+    "ｶﾞﾊﾟ",
+    "ㄱㅏ",
+    "x² H₂O 10⁻⁵",
+    "½…",
+    "\u{a0}",
+    "①㎏™",
     "\t",
     "  ",
     "a",

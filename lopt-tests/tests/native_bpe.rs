@@ -6,7 +6,7 @@
 use lopt::{EngineKind, Tokenizer, TokenizerBuilder};
 use lopt_tests::{corpus_samples, fixture, generated_text, TRAPS};
 
-const BPE_FIXTURES: &[&str] = &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2"];
+const BPE_FIXTURES: &[&str] = &["qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt4o", "claude", "gpt2"];
 
 /// Strings aimed at the scanners, the byte-level offsets, NFC and added tokens.
 const BPE_TRAPS: &[&str] = &[
@@ -41,6 +41,13 @@ const BPE_TRAPS: &[&str] = &[
     "\u{1100}\u{1161}\u{11a8} \u{1100}\u{1161} \u{ac00}\u{11a8} 한\u{11a8}",
     "<|im_start|>\u{301}e\u{301}<|im_end|>e\u{301}<|endoftext|>\u{301}",
     "Cafe\u{301} de\u{301}ja\u{300} vu, nai\u{308}ve: 'E\u{301}'s 12\u{301}3 x\u{301}\u{301}\u{301}",
+    // NFKC (Claude): ligatures, full-width and half-width forms, super/subscripts, fractions,
+    // compatibility jamo, squared units, next to ASCII words, punctuation and added tokens.
+    "\u{fb01}ne \u{fb02}ow \u{fb03}x o\u{fb00}er: ﬁ,ﬁ. word\u{fb01} \u{fb01}\u{301}",
+    "Ｈｅｌｌｏ，ｗｏｒｌｄ！ abc，def。 ＡＢＣ123 ｘ＝１ 中文，好！",
+    "ｶﾞﾊﾟｷﾞ ｱｲｳ ㄱㅏ ㄴㅏㄹ ᄀ\u{1161}",
+    "x² y³ H₂O 10⁻⁵ ½ ¼ ¾ Ⅻ ⅷ ① ㎏ ㍻ ™ ℃ № ſt \u{2026} a\u{a0}b \u{3000}c",
+    "<EOT>\u{fb01}<META>Ｘ<SOS>²<META_END>",
 ];
 
 fn builder(engine: EngineKind) -> TokenizerBuilder {
@@ -176,6 +183,8 @@ fn engine_choice_is_reported() {
         let auto = TokenizerBuilder::new().threads(1).build_from_file(&path).expect("builds");
         assert_eq!(auto.engine_name(), "bpe", "{name}");
         assert_eq!(auto.engine_reason(), None, "{name}");
+        // Equivalent spellings (GPT-4o's inverted Split, Claude's NFKC) cut too.
+        assert_eq!(auto.parallelism(), &lopt::Parallelism::Parallel, "{name}");
     });
 }
 

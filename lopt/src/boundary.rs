@@ -135,6 +135,11 @@ impl CutRule {
         let normalizer = normalizer(&json["normalizer"])?;
         let mut stages = Vec::new();
         pre_tokenizer(&json["pre_tokenizer"], &json["normalizer"], &mut stages)?;
+        if normalizer == Normalizer::Unicode && stages.iter().any(|s| matches!(s, Stage::Digits | Stage::CjkRun)) {
+            // Their "transparent" verdict reads `prev` raw, and a compatibility character before
+            // `p` may normalize into the class (① to 1, half-width to full-width katakana).
+            return Err("digit and kana runs are argued for unnormalized text only".into());
+        }
         if !stages.iter().any(|s| *s != Stage::Transparent) {
             return Err("the pre-tokenizer never splits the text".into());
         }
@@ -746,6 +751,57 @@ mod tests {
         )
         .unwrap();
         assert!(CutRule::new(&json).is_err());
+    }
+
+    /// The characters the rule reads (`prev` and `next` of a cut it accepts) under every Unicode
+    /// form, with the normalizer crate HF uses: each normalizes to one character of the same
+    /// classes, a starter that no composition joins to what precedes it, so normalization is
+    /// local before it and the verdicts read on raw text hold on normalized text
+    /// (`docs/correctness.md` 3.2).
+    #[test]
+    fn rule_alphabet_is_stable_under_every_form() {
+        use unicode_normalization_alignments::char::{canonical_combining_class, decompose_canonical};
+        use unicode_normalization_alignments::UnicodeNormalization;
+        // Second characters of canonical decompositions: the only ones that compose leftwards.
+        let mut second = std::collections::HashSet::new();
+        for c in (0..0x110000u32).filter_map(char::from_u32) {
+            let mut parts = Vec::new();
+            decompose_canonical(c, |d| parts.push(d));
+            if parts.len() >= 2 {
+                second.insert(parts[parts.len() - 1]);
+            }
+        }
+        let forms: [(&str, fn(&str) -> String); 4] = [
+            ("NFC", |s| s.nfc().map(|(c, _)| c).collect()),
+            ("NFD", |s| s.nfd().map(|(c, _)| c).collect()),
+            ("NFKC", |s| s.nfkc().map(|(c, _)| c).collect()),
+            ("NFKD", |s| s.nfkd().map(|(c, _)| c).collect()),
+        ];
+        let alphabet = (0..0x80u32)
+            .chain(0x3400..0x4dc0)
+            .chain(0x4e00..0xa000)
+            .filter_map(char::from_u32)
+            .chain((0x3000..0x10000u32).filter_map(char::from_u32).filter(|&c| is_cjk_punctuation(c)))
+            .chain(['\u{2018}', '\u{2019}', '\u{201c}', '\u{201d}']);
+        let before: Vec<&str> =
+            vec!["e", "\u{1100}", "\u{ac00}", "\u{fb01}", "ｶ", "ㄱ", "\u{301}", "a\u{316}", "①", ""];
+        for c in alphabet {
+            for (name, normalize) in forms {
+                let image: Vec<char> = normalize(&c.to_string()).chars().collect();
+                let [d] = image[..] else { panic!("{name}({c:?}) = {image:?}") };
+                assert_eq!(canonical_combining_class(d), 0, "{name} {c:?}");
+                assert!(!second.contains(&d), "{name} {c:?}");
+                assert_eq!(is_word_char(d), is_word_char(c), "{name} {c:?}");
+                assert_eq!(is_break_char(d), is_break_char(c), "{name} {c:?}");
+                assert_eq!(is_ascii_space(d), is_ascii_space(c), "{name} {c:?}");
+                assert_eq!(is_cjk_ideograph(d), is_cjk_ideograph(c), "{name} {c:?}");
+                assert!(!c.is_ascii_punctuation() || d.is_ascii_punctuation(), "{name} {c:?}");
+                for x in &before {
+                    let joined = format!("{x}{c}");
+                    assert_eq!(normalize(&joined), format!("{}{d}", normalize(x)), "{name} {joined:?}");
+                }
+            }
+        }
     }
 
     #[test]

@@ -11,6 +11,8 @@
 //!         safe cut points   one segment each     concat   specials, truncation, padding (once)
 //! ```
 //!
+//! * `spelling` rewrites a `tokenizer.json` into one canonical spelling of its pipeline, so that
+//!   equivalent files get the same cut rule and engine.
 //! * `boundary` decides, from the tokenizer's components, which byte positions are
 //!   *safe cuts*: positions `p` where tokenizing `text[..p]` and `text[p..]` separately gives the
 //!   tokens of `text`, whatever surrounds the few characters next to `p`. The argument for every
@@ -38,6 +40,7 @@ mod merge;
 mod options;
 mod post;
 mod prefix;
+mod spelling;
 mod split;
 mod tokenizer;
 

@@ -21,6 +21,7 @@ use crate::merge::Run;
 use crate::options::{EncodeOptions, Settings};
 use crate::post::{pad, Finisher};
 use crate::prefix::{CachedRun, PrefixCache, PrefixCacheStats};
+use crate::spelling::canonicalize;
 use crate::split::plan;
 
 /// Texts shorter than this many bytes are encoded in one piece by default with a native engine:
@@ -156,12 +157,15 @@ impl TokenizerBuilder {
         if self.chunk_size == Some(0) {
             return Err(Error::new(ErrorKind::InvalidConfig, "chunk size must be at least 1 byte"));
         }
-        let json: serde_json::Value = serde_json::from_slice(bytes)
+        let mut json: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| Error::new(ErrorKind::InvalidTokenizer, format!("tokenizer is not valid JSON: {e}")))?;
         let hf = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| {
             Error::new(ErrorKind::InvalidTokenizer, format!("not a valid tokenizer.json: {}", one_line(&e.to_string())))
         })?;
         let hf = Arc::new(hf);
+        // HF (engine, oracle, post-processing) reads the file as written; the cut rule and the
+        // native engines read one canonical spelling of it, the same for both.
+        let equivalences = canonicalize(&mut json);
         let (rule, parallelism) = match CutRule::new(&json) {
             Ok(rule) => (Some(rule), Parallelism::Parallel),
             Err(reason) => (None, Parallelism::Sequential { reason }),
@@ -204,6 +208,7 @@ impl TokenizerBuilder {
             hf,
             engine,
             engine_reason,
+            equivalences,
             rule,
             parallelism,
             pool,
@@ -226,6 +231,8 @@ pub struct Tokenizer {
     engine: Box<dyn Engine>,
     /// Why no native engine was chosen (automatic choice only).
     engine_reason: Option<String>,
+    /// The equivalent spellings read as canonical ones, one line each (see [`crate::spelling`]).
+    equivalences: Vec<String>,
     rule: Option<CutRule>,
     parallelism: Parallelism,
     finisher: Finisher,
@@ -597,6 +604,13 @@ impl Tokenizer {
     /// native engine. `None` when a native engine runs or HF was asked for.
     pub fn engine_reason(&self) -> Option<&str> {
         self.engine_reason.as_deref()
+    }
+
+    /// The equivalences lopt applied to read this `tokenizer.json` in its canonical spelling
+    /// (for example `Split(..., Removed, invert: true)` read as `Split(..., Isolated)`), one line
+    /// each; empty when the file is already spelled canonically.
+    pub fn equivalences(&self) -> &[String] {
+        &self.equivalences
     }
 
     /// The number of threads in the tokenizer's pool.

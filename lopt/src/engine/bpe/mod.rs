@@ -1,4 +1,4 @@
-//! The native byte-level BPE engine: added tokens, NFC, the split regexes, ByteLevel and the BPE
+//! The native byte-level BPE engine: added tokens, NFC/NFD/NFKC/NFKD, the split regexes, ByteLevel and the BPE
 //! model of GPT-2, Llama-3, Qwen2/3, DeepSeek-V3 and GPT-4o/GPT-OSS style `tokenizer.json`s,
 //! without HF's per-piece allocations and alignment vectors.
 //!
@@ -7,9 +7,13 @@
 //!
 //! How each HF stage is reproduced:
 //! * added tokens: [`added`], HF's two passes (raw, then normalized);
-//! * normalizer: none, or NFC. Text that NFC leaves unchanged (checked fast) keeps the identity
-//!   alignment; a piece that NFC changes is normalized with HF's own normalizer crate and aligned
-//!   by HF's `transform` rule ([`nfc_aligned`]);
+//! * normalizer: none, or one Unicode form (NFC, NFD, NFKC, NFKD). Text that the form leaves
+//!   unchanged (checked fast) keeps the identity alignment; a range that it changes is normalized
+//!   with HF's own normalizer crate and aligned by HF's `transform` rule ([`normalize_aligned`]).
+//!   That range is the smallest one around the change bounded by safe cuts of the tokenizer's
+//!   cut rule ([`CutRule`]): by the rule's theorem, the text on each side of a safe cut encodes
+//!   on its own, so the unchanged rest stays on the fast path (without a rule: the whole piece
+//!   between added tokens);
 //! * pre-tokenizer: [`pretok`], then ByteLevel, which is a bijection on bytes: the model works on
 //!   raw bytes and token ids are the same;
 //! * model: [`model`], behind a pre-token cache ([`cache`]) that persists across segments and
@@ -34,16 +38,23 @@ use std::sync::{Arc, Mutex, OnceLock};
 use serde_json::Value;
 
 use super::{Engine, Segment};
+use crate::boundary::CutRule;
 use crate::error::Result;
 use added::AddedVocab;
 use cache::{Hit, SeedCache, WordCache};
 use model::{BpeModel, Scratch};
 use pretok::{PreTokenizer, Stage};
+pub(crate) use pretok::{CL100K, GPT2, O200K, QWEN};
+use unicode::Form;
 
 /// Native byte-level BPE; see the module documentation.
 pub(crate) struct BpeEngine {
     added: AddedVocab,
-    nfc: bool,
+    /// The normalizer's Unicode form, if it has one.
+    form: Option<Form>,
+    /// Where a changed range may be cut off from the rest of its piece (see the module
+    /// documentation); `None` when the tokenizer has no cut rule.
+    cuts: Option<CutRule>,
     pre_tokenizer: PreTokenizer,
     model: Arc<BpeModel>,
     /// Every short vocabulary entry's tokens ([`SeedCache`]), read by all threads when their own
@@ -62,7 +73,7 @@ impl BpeEngine {
     /// # Errors
     /// The reason, naming the component, when some component is not one this engine reproduces.
     pub(crate) fn new(json: &Value) -> std::result::Result<BpeEngine, String> {
-        let nfc = normalizer(&json["normalizer"])?;
+        let form = normalizer(&json["normalizer"])?;
         let mut stages = Vec::new();
         let mut byte_level = false;
         pre_tokenizer(&json["pre_tokenizer"], &mut stages, &mut byte_level)?;
@@ -77,11 +88,14 @@ impl BpeEngine {
             &json["added_tokens"],
             |content| vocab[content].as_u64().and_then(|id| u32::try_from(id).ok()),
             model_size,
-            |content| if nfc { nfc_string(content) } else { content.to_string() },
+            |content| match form {
+                Some(form) => form.normalize(content).map(|(c, _)| c).collect(),
+                None => content.to_string(),
+            },
         )?;
         unicode::init();
-        if nfc {
-            unicode::init_nfc();
+        if let Some(form) = form {
+            unicode::init_form(form);
         }
         let model = Arc::new(model);
         let seed = Arc::new(OnceLock::new());
@@ -98,9 +112,11 @@ impl BpeEngine {
                 });
             }
         }
+        let cuts = if form.is_some() { CutRule::new(json).ok() } else { None };
         Ok(BpeEngine {
             added,
-            nfc,
+            form,
+            cuts,
             pre_tokenizer: PreTokenizer::new(stages),
             model,
             seed,
@@ -117,24 +133,27 @@ impl BpeEngine {
     }
 }
 
-fn nfc_string(s: &str) -> String {
-    use unicode_normalization_alignments::UnicodeNormalization;
-    s.nfc().map(|(c, _)| c).collect()
-}
-
-/// Whether the normalizer is NFC (`true`) or nothing (`false`).
-fn normalizer(json: &Value) -> std::result::Result<bool, String> {
+/// The normalizer's Unicode form: `None` for no normalizer (or an empty `Sequence`).
+fn normalizer(json: &Value) -> std::result::Result<Option<Form>, String> {
     if json.is_null() {
-        return Ok(false);
+        return Ok(None);
     }
-    match json["type"].as_str() {
-        Some("NFC") => Ok(true),
+    let name = json["type"].as_str();
+    if let Some(form) = name.and_then(Form::from_type) {
+        return Ok(Some(form));
+    }
+    match name {
         Some("Sequence") => {
-            let mut nfc = false;
+            let mut form = None;
             for item in json["normalizers"].as_array().ok_or("normalizer Sequence without a list")? {
-                nfc |= normalizer(item)?;
+                if let Some(inner) = normalizer(item)? {
+                    // Two forms in a row compose to one, but not in general to either.
+                    if form.replace(inner).is_some() {
+                        return Err("a normalizer Sequence of several Unicode forms is not supported natively".into());
+                    }
+                }
             }
-            Ok(nfc)
+            Ok(form)
         }
         other => Err(format!("normalizer {} is not supported natively", other.unwrap_or("?"))),
     }
@@ -177,7 +196,7 @@ fn pre_tokenizer(json: &Value, stages: &mut Vec<Stage>, byte_level: &mut bool) -
     }
 }
 
-/// A text the engine tokenizes: the segment itself, or a piece of it that NFC changed.
+/// A text the engine tokenizes: the segment itself, or a range of it that the normalizer changed.
 #[derive(Clone, Copy)]
 struct Text<'a> {
     str: &'a str,
@@ -364,20 +383,20 @@ fn is_char_start(b: u8) -> bool {
     (b as i8) >= -0x40
 }
 
-/// A piece that NFC changes: its normalized text and HF's alignments for it.
+/// A range that the normalizer changes: its normalized text and HF's alignments for it.
 struct Normalized {
     text: String,
     alignments: Vec<(u32, u32)>,
 }
 
-/// NFC of `piece` with the alignments HF's `NormalizedString::nfc` computes: the same normalizer
+/// `form` of `piece` with the alignments HF's `NormalizedString::nfc` (`nfd`, `nfkc`, `nfkd`)
+/// computes: the same normalizer
 /// (`unicode-normalization-alignments`, which reports each output character as replacing one
 /// input character, possibly swallowing the next `-change` ones, or as inserted when `change > 0`)
 /// and the same rule as `NormalizedString::transform`: a replacing character is aligned to the
 /// input character it replaces, an inserted one to the input character before it. Every byte of
 /// an output character gets that character's alignment. Offsets are relative to `piece`.
-fn nfc_aligned(piece: &str) -> Normalized {
-    use unicode_normalization_alignments::UnicodeNormalization;
+fn normalize_aligned(form: Form, piece: &str) -> Normalized {
     let bytes = piece.as_bytes();
     let char_at = |i: usize| -> (u32, u32) {
         let len = piece[i..].chars().next().map_or(0, char::len_utf8);
@@ -394,7 +413,7 @@ fn nfc_aligned(piece: &str) -> Normalized {
     let mut alignments = Vec::with_capacity(piece.len() + 8);
     let mut replaced = piece.chars();
     let mut offset = 0usize;
-    for (c, change) in piece.nfc() {
+    for (c, change) in form.normalize(piece) {
         let align = if change > 0 {
             if offset == 0 {
                 (0, 0)
@@ -418,6 +437,66 @@ fn nfc_aligned(piece: &str) -> Normalized {
     Normalized { text, alignments }
 }
 
+impl BpeEngine {
+    /// Splits the piece `segment[start..end]` into ranges that `form` leaves unchanged and
+    /// ranges that it changes, reported in order as `(start, end, changed)`; every boundary
+    /// between them is a safe cut of the piece, so each range encodes on its own.
+    fn changed_ranges(
+        &self,
+        form: Form,
+        segment: &str,
+        start: usize,
+        end: usize,
+        report: &mut impl FnMut(usize, usize, bool),
+    ) {
+        let piece = &segment[start..end];
+        let Some(cuts) = &self.cuts else {
+            if start < end {
+                report(start, end, !unicode::is_unchanged(form, piece));
+            }
+            return;
+        };
+        // Positions are relative to `piece`. `done`: reported up to here, a safe cut.
+        let mut done = 0;
+        while let Some((from, to)) = unicode::first_change(form, &piece[done..]) {
+            let (mut left, mut right) = (done + from, done + to);
+            // A window may open with a stable character (which could compose with what follows
+            // it); the first cut candidate is after it, where the change may begin.
+            if let Some(c) = piece[left..right].chars().next().filter(|&c| unicode::is_stable(form, c)) {
+                left += c.len_utf8();
+            }
+            while left > done && !cuts.is_safe(piece, left) {
+                left = floor_char_boundary(piece, left - 1);
+            }
+            while right < piece.len() && !cuts.is_safe(piece, right) {
+                right = ceil_char_boundary(piece, right + 1);
+            }
+            if done < left {
+                report(start + done, start + left, false);
+            }
+            report(start + left, start + right, true);
+            done = right;
+        }
+        if done < piece.len() {
+            report(start + done, end, false);
+        }
+    }
+}
+
+fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
+    while !text.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
 impl Engine for BpeEngine {
     fn name(&self) -> &'static str {
         "bpe"
@@ -426,14 +505,24 @@ impl Engine for BpeEngine {
     fn encode_segment(&self, segment: &str) -> Result<Segment> {
         let mut pieces: Vec<(Option<u32>, usize, usize)> = Vec::new();
         self.added.split_raw(segment, &mut |id, s, e| pieces.push((id, s, e)));
-        // Pieces that NFC changes, normalized up front so that the cache can borrow them.
+        // Ranges that the normalizer changes, normalized up front so that the cache can borrow
+        // them; the pieces are cut around them.
         let mut normalized: Vec<(usize, Normalized)> = Vec::new();
-        if self.nfc {
-            for (k, &(id, s, e)) in pieces.iter().enumerate() {
-                if id.is_none() && !unicode::is_nfc_unchanged(&segment[s..e]) {
-                    normalized.push((k, nfc_aligned(&segment[s..e])));
+        if let Some(form) = self.form {
+            let mut cut = Vec::with_capacity(pieces.len());
+            for &(id, s, e) in &pieces {
+                if id.is_some() {
+                    cut.push((id, s, e));
+                    continue;
                 }
+                self.changed_ranges(form, segment, s, e, &mut |start, end, changed| {
+                    if changed {
+                        normalized.push((cut.len(), normalize_aligned(form, &segment[start..end])));
+                    }
+                    cut.push((None, start, end));
+                });
             }
+            pieces = cut;
         }
         let cache = self.caches.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
         let mut run = Run {
@@ -471,10 +560,15 @@ impl Engine for BpeEngine {
 mod tests {
     use super::*;
 
-    fn hf_nfc(piece: &str) -> (String, Vec<(u32, u32)>) {
+    fn hf_normalize(form: Form, piece: &str) -> (String, Vec<(u32, u32)>) {
         use tokenizers::normalizer::Range;
         let mut n = tokenizers::NormalizedString::from(piece);
-        n.nfc();
+        match form {
+            Form::Nfc => n.nfc(),
+            Form::Nfd => n.nfd(),
+            Form::Nfkc => n.nfkc(),
+            Form::Nfkd => n.nfkd(),
+        };
         let alignments = (0..n.len())
             .map(|i| {
                 let r = n.convert_offsets(Range::Normalized(i..i + 1)).unwrap();
@@ -484,21 +578,29 @@ mod tests {
         (n.get().to_string(), alignments)
     }
 
-    /// The alignments of NFC-changed text are HF's, character by character.
+    /// The alignments of normalized text are HF's, character by character, in every form;
+    /// the pool has compatibility characters (ligatures, full-width forms, superscripts,
+    /// fractions, Roman numerals, squared units) as well as canonical ones.
     #[test]
-    fn nfc_alignments_match_hf() {
-        let pool: Vec<char> = "ae\u{301}\u{300}\u{316}\u{308}\u{323}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{212b}\u{2126}\u{f900}\u{958}\u{1e9b}\u{344}\u{f6} x한\u{327}C\u{30c}\u{5b0}\u{5bc}"
+    fn alignments_match_hf() {
+        let pool: Vec<char> = "ae\u{301}\u{300}\u{316}\u{308}\u{323}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{212b}\u{2126}\u{f900}\u{958}\u{1e9b}\u{344}\u{f6} x한\u{327}C\u{30c}\u{5b0}\u{5bc}\u{fb01}\u{fb03}\u{ff21}\u{ff0c}\u{b2}\u{2075}\u{bd}\u{2163}\u{a0}\u{2026}\u{3000}\u{fe64}\u{33c4}\u{1d400}\u{e9}"
             .chars()
             .collect();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..20_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let len = 1 + (state % 9) as usize;
-            let piece: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
-            let ours = nfc_aligned(&piece);
-            assert_eq!((ours.text.clone(), ours.alignments.clone()), hf_nfc(&piece), "{piece:?}");
+        for form in [Form::Nfc, Form::Nfd, Form::Nfkc, Form::Nfkd] {
+            for _ in 0..10_000 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let len = 1 + (state % 9) as usize;
+                let piece: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
+                let ours = normalize_aligned(form, &piece);
+                assert_eq!(
+                    (ours.text.clone(), ours.alignments.clone()),
+                    hf_normalize(form, &piece),
+                    "{form:?} {piece:?}"
+                );
+            }
         }
     }
 

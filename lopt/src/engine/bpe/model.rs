@@ -589,7 +589,7 @@ mod tests {
             (0x2000, 0x206f),
             (0xff00, 0xffef),
         ];
-        for name in ["qwen3", "gptoss", "llama3_1", "deepseek_v3", "gpt2"] {
+        for name in ["qwen3", "gptoss", "gpt4o", "claude", "llama3_1", "deepseek_v3", "gpt2"] {
             let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
                 eprintln!("NOTICE: {name} not found; skipped");
                 continue;

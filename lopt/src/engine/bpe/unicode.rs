@@ -7,15 +7,15 @@
 //! against Oniguruma itself, so a version drift in either crate fails the tests instead of
 //! silently changing tokens.
 //!
-//! The NFC helper [`is_nfc_unchanged`] answers "does NFC change this text" with the tables of
-//! `unicode-normalization-alignments`, the crate HF normalizes with, so the answer is what HF's own
-//! normalizer would do.
+//! The normalization helpers ([`first_change`], [`is_unchanged`]) answer "where does NFC, NFD, NFKC
+//! or NFKD change this text" with the tables of `unicode-normalization-alignments`, the crate HF
+//! normalizes with, so the answer is what HF's own normalizer would do.
 
 use std::sync::OnceLock;
 
 use regex_syntax::hir::{Class as HirClass, HirKind};
 use unicode_normalization_alignments::char::canonical_combining_class;
-use unicode_normalization_alignments::{is_nfc_quick, IsNormalized};
+use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized};
 
 /// The class of one code point. The general categories that the patterns distinguish, plus
 /// white space (`\s`), which is disjoint from all of them.
@@ -189,16 +189,63 @@ pub(crate) fn decode(s: &[u8], i: usize) -> (u32, usize) {
     }
 }
 
-/// BMP code points that are NFC starters whatever surrounds them: NFC_Quick_Check=Yes and
-/// canonical combining class 0 (by the normalizer HF uses). One bit each.
-static NFC_SAFE_BMP: OnceLock<Vec<u64>> = OnceLock::new();
+/// A Unicode normalization form, as HF's `NFC`, `NFD`, `NFKC` and `NFKD` normalizers apply it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Form {
+    Nfc,
+    Nfd,
+    Nfkc,
+    Nfkd,
+}
 
-fn nfc_safe_bmp() -> &'static [u64] {
-    NFC_SAFE_BMP.get_or_init(|| {
+impl Form {
+    /// The form a normalizer `type` names.
+    pub(crate) fn from_type(name: &str) -> Option<Form> {
+        Some(match name {
+            "NFC" => Form::Nfc,
+            "NFD" => Form::Nfd,
+            "NFKC" => Form::Nfkc,
+            "NFKD" => Form::Nfkd,
+            _ => return None,
+        })
+    }
+
+    fn index(self) -> usize {
+        self as usize
+    }
+
+    fn quick_check(self, c: char) -> IsNormalized {
+        let one = std::iter::once(c);
+        match self {
+            Form::Nfc => is_nfc_quick(one),
+            Form::Nfd => is_nfd_quick(one),
+            Form::Nfkc => is_nfkc_quick(one),
+            Form::Nfkd => is_nfkd_quick(one),
+        }
+    }
+
+    /// The normalized text and, per output character, HF's `change` (see `normalize_aligned`).
+    pub(crate) fn normalize<'a>(self, s: &'a str) -> Box<dyn Iterator<Item = (char, isize)> + 'a> {
+        use unicode_normalization_alignments::UnicodeNormalization;
+        match self {
+            Form::Nfc => Box::new(s.nfc()),
+            Form::Nfd => Box::new(s.nfd()),
+            Form::Nfkc => Box::new(s.nfkc()),
+            Form::Nfkd => Box::new(s.nfkd()),
+        }
+    }
+}
+
+/// Per form, the BMP code points that start a normalization boundary whatever surrounds them:
+/// quick check Yes and canonical combining class 0 (by the normalizer HF uses). One bit each.
+static SAFE_BMP: [OnceLock<Vec<u64>>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+
+fn safe_bmp(form: Form) -> &'static [u64] {
+    SAFE_BMP[form.index()].get_or_init(|| {
         let mut bits = vec![0u64; 0x10000 / 64];
         for cp in 0..0x10000u32 {
             let Some(c) = char::from_u32(cp) else { continue };
-            if canonical_combining_class(c) == 0 && is_nfc_quick(std::iter::once(c)) == IsNormalized::Yes {
+            if canonical_combining_class(c) == 0 && form.quick_check(c) == IsNormalized::Yes {
                 bits[cp as usize / 64] |= 1 << (cp % 64);
             }
         }
@@ -206,22 +253,36 @@ fn nfc_safe_bmp() -> &'static [u64] {
     })
 }
 
-/// Forces the NFC table to be built.
-pub(crate) fn init_nfc() {
-    let _ = nfc_safe_bmp();
+/// Forces the table of `form` to be built.
+pub(crate) fn init_form(form: Form) {
+    let _ = safe_bmp(form);
 }
 
-/// Whether NFC leaves `s` unchanged. Fast for ASCII and for text made of starters; around other
-/// characters it runs the normalizer HF runs on a window and compares.
+/// Whether `c` starts a normalization boundary in `form` and is left unchanged by it, whatever
+/// surrounds it (the characters [`first_change`] skips).
+pub(crate) fn is_stable(form: Form, c: char) -> bool {
+    let cp = c as u32;
+    cp < 0x80 || cp < 0x10000 && safe_bmp(form)[cp as usize / 64] & (1 << (cp % 64)) != 0
+}
+
+/// Whether `form` leaves `s` unchanged.
+pub(crate) fn is_unchanged(form: Form, s: &str) -> bool {
+    first_change(form, s).is_none()
+}
+
+/// The first window of `s` that `form` changes, as a byte range: everything before it is left
+/// unchanged. Fast for ASCII and for text made of boundary characters; around other characters
+/// it runs the normalizer HF runs on a window and compares. `s` must start at a normalization
+/// boundary (a text start, or a position where normalization is local).
 ///
-/// Why windows suffice: a character with canonical combining class 0 and NFC_Quick_Check=Yes
-/// starts a normalization boundary (it is never reordered, and never composes with what precedes
-/// it: a character that can is NFC_QC=Maybe), so NFC of a text is NFC of its pieces cut before
-/// such characters, concatenated. A window runs from the last such character before a run of
-/// other characters (which may compose with them) to the next one.
-pub(crate) fn is_nfc_unchanged(s: &str) -> bool {
+/// Why windows suffice: a character with canonical combining class 0 and quick check Yes starts
+/// a normalization boundary (it is never reordered, and never composes with what precedes it: a
+/// character that can is quick check Maybe), so the normal form of a text is that of its pieces
+/// cut before such characters, concatenated. A window runs from the last such character before a
+/// run of other characters (which may compose or reorder with them) to the next one.
+pub(crate) fn first_change(form: Form, s: &str) -> Option<(usize, usize)> {
     let bytes = s.as_bytes();
-    let safe = nfc_safe_bmp();
+    let safe = safe_bmp(form);
     let is_safe = |cp: u32| cp < 0x10000 && safe[cp as usize / 64] & (1 << (cp % 64)) != 0;
     let mut i = 0;
     // Where the last safe character starts: a boundary.
@@ -246,23 +307,26 @@ pub(crate) fn is_nfc_unchanged(s: &str) -> bool {
             }
             end += len;
         }
-        if !is_nfc_slow(&s[boundary..end]) {
-            return false;
+        if !is_unchanged_slow(form, &s[boundary..end]) {
+            return Some((boundary, end));
         }
         boundary = end;
         i = end;
     }
-    true
+    None
 }
 
-fn is_nfc_slow(s: &str) -> bool {
-    match is_nfc_quick(s.chars()) {
+fn is_unchanged_slow(form: Form, s: &str) -> bool {
+    let quick = match form {
+        Form::Nfc => is_nfc_quick(s.chars()),
+        Form::Nfd => is_nfd_quick(s.chars()),
+        Form::Nfkc => is_nfkc_quick(s.chars()),
+        Form::Nfkd => is_nfkd_quick(s.chars()),
+    };
+    match quick {
         IsNormalized::Yes => true,
         IsNormalized::No => false,
-        IsNormalized::Maybe => {
-            use unicode_normalization_alignments::UnicodeNormalization;
-            s.nfc().map(|(c, _)| c).eq(s.chars())
-        }
+        IsNormalized::Maybe => form.normalize(s).map(|(c, _)| c).eq(s.chars()),
     }
 }
 
@@ -311,28 +375,42 @@ mod tests {
         }
     }
 
-    /// The windowed check agrees with normalizing the whole text.
+    /// The windowed check agrees with normalizing the whole text, in every form, and the first
+    /// changed window is where the normalized text first differs.
     #[test]
-    fn nfc_windows_agree_with_whole_text() {
-        let pool: Vec<char> = "ae\u{301}\u{300}\u{316}\u{308}\u{323}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{212b}\u{2126}\u{f900}\u{958}\u{1e9b}\u{344}\u{f6} x한\u{327}C\u{30c}\u{5b0}\u{5bc}🙂\u{1d15e}\u{cb}"
+    fn windows_agree_with_whole_text() {
+        let pool: Vec<char> = "ae\u{301}\u{300}\u{316}\u{308}\u{323}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{212b}\u{2126}\u{f900}\u{958}\u{1e9b}\u{344}\u{f6} x한\u{327}C\u{30c}\u{5b0}\u{5bc}🙂\u{1d15e}\u{cb}\u{fb01}\u{ff21}\u{ff0c}\u{b2}\u{2075}\u{bd}\u{2163}\u{a0}\u{2026}\u{3000}\u{1e0b}\u{fe64}\u{33c4}\u{e9}"
             .chars()
             .collect();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        for _ in 0..50_000 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let len = 1 + (state % 12) as usize;
-            let text: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
-            assert_eq!(is_nfc_unchanged(&text), is_nfc_slow(&text), "{text:?}");
+        for form in [Form::Nfc, Form::Nfd, Form::Nfkc, Form::Nfkd] {
+            for _ in 0..30_000 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let len = 1 + (state % 12) as usize;
+                let text: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
+                assert_eq!(is_unchanged(form, &text), is_unchanged_slow(form, &text), "{form:?} {text:?}");
+                if let Some((start, end)) = first_change(form, &text) {
+                    // Normalizing the prefix before the window changes nothing, and the window
+                    // itself changes.
+                    assert!(is_unchanged_slow(form, &text[..start]), "{form:?} {text:?}");
+                    assert!(!is_unchanged_slow(form, &text[start..end]), "{form:?} {text:?}");
+                }
+            }
         }
     }
 
     #[test]
-    fn nfc_detection() {
-        assert!(is_nfc_unchanged("hello 世界 ❤️ 🙂"));
-        assert!(!is_nfc_unchanged("e\u{301}"));
-        assert!(is_nfc_unchanged("\u{e9}"));
-        assert!(is_nfc_unchanged("x\u{301}"));
+    fn detection() {
+        assert!(is_unchanged(Form::Nfc, "hello 世界 ❤️ 🙂"));
+        assert!(!is_unchanged(Form::Nfc, "e\u{301}"));
+        assert!(is_unchanged(Form::Nfc, "\u{e9}"));
+        assert!(is_unchanged(Form::Nfc, "x\u{301}"));
+        assert!(is_unchanged(Form::Nfc, "\u{fb01} ＡＢ"));
+        assert!(!is_unchanged(Form::Nfkc, "\u{fb01}"));
+        assert_eq!(first_change(Form::Nfkc, "abc ＡＢ x"), Some((3, 10)));
+        assert!(!is_unchanged(Form::Nfd, "\u{e9}"));
+        assert!(is_unchanged(Form::Nfkd, "plain ascii"));
     }
 }
