@@ -51,7 +51,7 @@ pub fn resolve_tokenizer(arg: &str) -> Result<(String, PathBuf)> {
 /// Fixtures that `lopt-eval` runs by default beyond the test suite's [`FIXTURES`]: tokenizers whose
 /// native support is newer (they run on HF's engine where lopt has none yet), so that the published
 /// tables cover them too.
-pub const EXTRA_FIXTURES: &[&str] = &["gemma3", "llama2", "gpt4o", "claude"];
+pub const EXTRA_FIXTURES: &[&str] = &["gemma3", "llama2"];
 
 /// The default tokenizers of `compare`: every fixture of [`FIXTURES`] and [`EXTRA_FIXTURES`] that
 /// is present (each once), with a notice on stderr for each missing one.

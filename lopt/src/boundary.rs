@@ -771,7 +771,8 @@ mod tests {
                 second.insert(parts[parts.len() - 1]);
             }
         }
-        let forms: [(&str, fn(&str) -> String); 4] = [
+        type Normalize = fn(&str) -> String;
+        let forms: [(&str, Normalize); 4] = [
             ("NFC", |s| s.nfc().map(|(c, _)| c).collect()),
             ("NFD", |s| s.nfd().map(|(c, _)| c).collect()),
             ("NFKC", |s| s.nfkc().map(|(c, _)| c).collect()),
