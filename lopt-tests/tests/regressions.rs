@@ -214,3 +214,38 @@ fn gemma3_truncation_overflow_keeps_the_last_token() {
         .collect();
     assert!(differences.is_empty(), "{differences:?}");
 }
+
+/// GPT-4o spells the o200k split as `Split(Removed, invert: true)`: the matches are the pieces and
+/// the gaps are dropped. That is `Isolated` only because the pattern's matches cover every
+/// character; cut at every safe cut, the text must still tokenize as HF does, and a pattern that
+/// is not covering must not be read that way (`spelling.rs`).
+#[test]
+fn inverted_removed_split_is_isolated_only_when_covering() {
+    let Some(tokenizer) = tiny_chunks("gpt4o", 1, 0) else { return };
+    assert_eq!(tokenizer.engine_name(), "bpe");
+    assert!(tokenizer.equivalences().iter().any(|e| e.contains("Removed, invert: true")));
+    assert_exact(&tokenizer, "It's 12345 o'clock, HelloWorld!\n\n  x\t/path\u{0}\u{7f} 中文，好。 \u{301}e");
+    let json = r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
+      "normalizer": null,
+      "pre_tokenizer": {"type": "Split", "pattern": {"Regex": "[a-z]+"}, "behavior": "Removed", "invert": true},
+      "post_processor": null, "decoder": null,
+      "model": {"type": "WordLevel", "vocab": {"ab": 0, "cd": 1, "[UNK]": 2}, "unk_token": "[UNK]"}}"#;
+    let tokenizer = TokenizerBuilder::new().build_from_bytes(json.as_bytes()).unwrap();
+    assert!(tokenizer.equivalences().is_empty());
+    assert!(matches!(tokenizer.parallelism(), lopt::Parallelism::Sequential { .. }));
+    assert_exact(&tokenizer, "ab, cd!! ab");
+}
+
+/// Claude normalizes with NFKC: ligatures, full-width and half-width forms, superscripts and
+/// compatibility jamo change (and compose) right next to cuts; the native engine normalizes only
+/// the ranges around them, cut off at safe cuts.
+#[test]
+fn nfkc_compatibility_characters_next_to_cuts() {
+    for chunk in [1, 3, 64] {
+        let Some(tokenizer) = tiny_chunks("claude", chunk, 16) else { return };
+        assert_exact(
+            &tokenizer,
+            "\u{fb01}ne word\u{fb01}, ﬁ. Ｈｅｌｌｏ，ｗｏｒｌｄ！ abc，def。 x² H₂O ｶﾞ ㄱㅏ ½… a\u{a0}b 中文，好！<EOT>ﬁ<SOS>²",
+        );
+    }
+}
