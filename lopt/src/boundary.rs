@@ -30,7 +30,7 @@
 //! ([`Support::Sequential`]) and is encoded in one piece: still exact, just not parallel.
 //! `docs/correctness.md` gives the argument for every check.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
@@ -500,7 +500,9 @@ fn pre_tokenizer_never_fires(json: &Value, map: &CharMap) -> bool {
 /// that character, and the prefix to the piece's first character.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct CharMap {
-    replace: HashMap<char, String>,
+    /// Replaced characters and what each becomes (one or two entries in practice: a list beats
+    /// hashing on the per-character path).
+    replace: Vec<(char, String)>,
     /// What `Prepend` puts before every non-empty normalized piece.
     pub(crate) prefix: Option<String>,
 }
@@ -535,10 +537,12 @@ impl CharMap {
                 }
                 // Later replacements apply to what earlier ones produced.
                 let from_str = from.to_string();
-                for value in self.replace.values_mut().chain(self.prefix.iter_mut()) {
+                for value in self.replace.iter_mut().map(|(_, v)| v).chain(self.prefix.iter_mut()) {
                     *value = value.replace(&from_str, content);
                 }
-                self.replace.entry(from).or_insert_with(|| content.to_string());
+                if !self.replace.iter().any(|(c, _)| *c == from) {
+                    self.replace.push((from, content.to_string()));
+                }
                 Ok(())
             }
             Some("Prepend") => {
@@ -555,15 +559,12 @@ impl CharMap {
     /// What `c` becomes (`None`: itself).
     #[inline]
     pub(crate) fn map(&self, c: char) -> Option<&str> {
-        if self.replace.is_empty() {
-            return None;
-        }
-        self.replace.get(&c).map(String::as_str)
+        self.replace.iter().find(|(from, _)| *from == c).map(|(_, to)| to.as_str())
     }
 
     /// The replaced characters and what each becomes.
     pub(crate) fn replacements(&self) -> impl Iterator<Item = (char, &str)> + '_ {
-        self.replace.iter().map(|(&c, s)| (c, s.as_str()))
+        self.replace.iter().map(|(c, s)| (*c, s.as_str()))
     }
 
     fn last_char(&self, c: char) -> char {
@@ -577,8 +578,8 @@ impl CharMap {
     /// Whether `c` never occurs in normalized text: it is replaced, and no replacement or
     /// prefix contains it.
     fn removes(&self, c: char) -> bool {
-        self.replace.get(&c).is_some_and(|s| !s.contains(c))
-            && self.replace.values().chain(self.prefix.iter()).all(|s| !s.contains(c))
+        self.map(c).is_some_and(|s| !s.contains(c))
+            && self.replace.iter().map(|(_, s)| s).chain(self.prefix.iter()).all(|s| !s.contains(c))
     }
 }
 

@@ -247,8 +247,12 @@ impl Run<'_> {
             }
         }
         for (k, c) in text[start..end].char_indices() {
-            let n = engine.normalized(c);
-            engine.model.push_char(n, (k + c.len_utf8()) as u32, &mut self.scratch);
+            let end = (k + c.len_utf8()) as u32;
+            match engine.ascii.get(c as usize) {
+                // ASCII with a token (after the map): the table has its id.
+                Some(&(id, _, _)) if id != u32::MAX => engine.model.push_symbol(id, end, &mut self.scratch),
+                _ => engine.model.push_char(engine.normalized(c), end, &mut self.scratch),
+            }
         }
         self.tokens.clear();
         engine.model.merge(&mut self.scratch, &mut self.tokens);
