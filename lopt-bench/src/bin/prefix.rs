@@ -1,0 +1,272 @@
+//! `prefix`: per-turn latency of prefix reuse (`TokenizerBuilder::prefix_cache`) on serving
+//! traces rendered with the fixtures' real chat templates.
+//!
+//! 1. *Conversation*: a long system document, then turns of 0.5-4K tokens cut from other corpus
+//!    documents (user and assistant alternating) until the prompt passes `--target-tokens`; each
+//!    turn encodes the whole rendered prompt (with the assistant header), as a server does.
+//! 2. *RAG*: one context of about 100K tokens, then `--questions` different questions after it.
+//! 3. *Miss-only*: unrelated documents, every one a miss: what the cache costs when it never helps.
+//!
+//! Each round builds fresh tokenizers (the cache starts empty) and runs the trace, timing lopt
+//! without the cache and with it on each prompt back to back (alternating which goes first);
+//! HF's sequential `encode` is timed on the first `--hf-rounds` rounds only (it takes ~100 times
+//! longer). Reported: medians over rounds, per turn, of the full `Encoding`.
+//!
+//! ```text
+//! cargo run --release -p lopt-bench --bin prefix -- --tokenizer qwen3 \
+//!     --corpus ../shared/corpora/en_verylong.jsonl --rounds 10
+//! ```
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use anyhow::{bail, Context};
+use clap::Parser;
+use lopt::{Tokenizer, TokenizerBuilder};
+use lopt_bench::{load_docs, median};
+
+#[derive(Parser)]
+struct Args {
+    /// qwen3 or llama3_1 (selects the chat template too)
+    #[arg(long, default_value = "qwen3")]
+    tokenizer: String,
+    #[arg(long)]
+    corpus: PathBuf,
+    #[arg(long, default_value_t = 2)]
+    threads: usize,
+    #[arg(long, default_value_t = 10)]
+    rounds: usize,
+    #[arg(long, default_value_t = 2)]
+    hf_rounds: usize,
+    #[arg(long, default_value_t = 131_072)]
+    target_tokens: usize,
+    #[arg(long, default_value_t = 50)]
+    questions: usize,
+    /// Cache bound in MiB
+    #[arg(long, default_value_t = 256)]
+    cache_mib: usize,
+}
+
+struct Template {
+    open: fn(&str) -> String,
+    close: &'static str,
+}
+
+fn template(name: &str) -> anyhow::Result<Template> {
+    Ok(match name {
+        "qwen3" => Template { open: |role| format!("<|im_start|>{role}\n"), close: "<|im_end|>\n" },
+        "llama3_1" => {
+            Template { open: |role| format!("<|start_header_id|>{role}<|end_header_id|>\n\n"), close: "<|eot_id|>" }
+        }
+        other => bail!("no chat template for {other} (qwen3 or llama3_1)"),
+    })
+}
+
+fn render(t: &Template, messages: &[(&str, &str)]) -> String {
+    let mut out = String::new();
+    for (role, body) in messages {
+        out.push_str(&(t.open)(role));
+        out.push_str(body);
+        out.push_str(t.close);
+    }
+    out.push_str(&(t.open)("assistant"));
+    out
+}
+
+/// `text` cut to at most `bytes` at a char boundary.
+fn cut(text: &str, bytes: usize) -> &str {
+    lopt_tests::truncate(text, bytes)
+}
+
+fn seconds<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, f64)> {
+    let start = Instant::now();
+    let value = f()?;
+    Ok((value, start.elapsed().as_secs_f64()))
+}
+
+struct Timings {
+    hf: Vec<Vec<f64>>,
+    plain: Vec<Vec<f64>>,
+    cached: Vec<Vec<f64>>,
+    tokens: Vec<usize>,
+    stats: Option<lopt::PrefixCacheStats>,
+}
+
+fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<Timings> {
+    let n = prompts.len();
+    let mut t = Timings {
+        hf: vec![Vec::new(); n],
+        plain: vec![Vec::new(); n],
+        cached: vec![Vec::new(); n],
+        tokens: vec![0; n],
+        stats: None,
+    };
+    for round in 0..args.rounds {
+        let build = |cache: usize| -> anyhow::Result<Tokenizer> {
+            Ok(TokenizerBuilder::new().threads(args.threads).prefix_cache(cache).build_from_file(path)?)
+        };
+        let plain = build(0)?;
+        let cached = build(args.cache_mib << 20)?;
+        // Warm both (pools, per-thread caches) on an unrelated text.
+        let warm = "warm up ".repeat(4096);
+        plain.encode(&warm, true)?;
+        cached.encode(&warm, true)?;
+        for (i, prompt) in prompts.iter().enumerate() {
+            let time_plain = |t: &mut Timings| -> anyhow::Result<()> {
+                let (e, s) = seconds(|| Ok(std::hint::black_box(plain.encode(prompt, true)?)))?;
+                t.tokens[i] = e.len();
+                t.plain[i].push(s);
+                Ok(())
+            };
+            let time_cached = |t: &mut Timings| -> anyhow::Result<()> {
+                let (e, s) = seconds(|| Ok(std::hint::black_box(cached.encode(prompt, true)?)))?;
+                if round == 0 && e.ids() != plain.encode(prompt, true)?.ids() {
+                    bail!("cached and uncached encodings differ on prompt {i}");
+                }
+                t.cached[i].push(s);
+                Ok(())
+            };
+            if (round + i) % 2 == 0 {
+                time_plain(&mut t)?;
+                time_cached(&mut t)?;
+            } else {
+                time_cached(&mut t)?;
+                time_plain(&mut t)?;
+            }
+            if round < args.hf_rounds {
+                let (_, s) = seconds(|| Ok(std::hint::black_box(plain.hf().encode(prompt.as_str(), true))))?;
+                t.hf[i].push(s);
+            }
+        }
+        t.stats = cached.prefix_cache_stats();
+    }
+    Ok(t)
+}
+
+fn ms(values: &[f64]) -> String {
+    if values.is_empty() {
+        return "-".into();
+    }
+    format!("{:.3}", median(&mut values.to_vec()) * 1e3)
+}
+
+fn report(title: &str, t: &Timings, rows: &[usize]) {
+    println!("\n### {title}\n");
+    println!("| prompt | tokens | HF (ms) | lopt, no cache (ms) | lopt, cache (ms) | no cache / cache |");
+    println!("|---|---|---|---|---|---|");
+    for &i in rows {
+        let plain = median(&mut t.plain[i].clone());
+        let cached = median(&mut t.cached[i].clone());
+        println!(
+            "| {} | {} | {} | {} | {} | {:.1}x |",
+            i + 1,
+            t.tokens[i],
+            ms(&t.hf[i]),
+            ms(&t.plain[i]),
+            ms(&t.cached[i]),
+            plain / cached
+        );
+    }
+    // Medians over all prompts but the first (the first is always a miss).
+    let all = |v: &[Vec<f64>]| -> f64 {
+        let mut per: Vec<f64> = v.iter().skip(1).filter(|x| !x.is_empty()).map(|x| median(&mut x.clone())).collect();
+        median(&mut per)
+    };
+    println!(
+        "\nmedian over prompts 2..{}: no cache {:.3} ms, cache {:.3} ms ({:.1}x); cache: {:?}",
+        t.plain.len(),
+        all(&t.plain) * 1e3,
+        all(&t.cached) * 1e3,
+        all(&t.plain) / all(&t.cached),
+        t.stats
+    );
+}
+
+fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let path = lopt_tests::fixture(&args.tokenizer).with_context(|| format!("no fixture {}", args.tokenizer))?;
+    let t = template(&args.tokenizer)?;
+    let docs = load_docs(&args.corpus, 64, usize::MAX)?;
+    if docs.len() < 3 {
+        bail!("need at least 3 documents in {}", args.corpus.display());
+    }
+    let sizer = TokenizerBuilder::new().threads(args.threads).build_from_file(&path)?;
+    let tokens = |s: &str| sizer.encode(s, false).map(|e| e.len());
+
+    // Conversation: a system document of ~16K tokens, then turns of 0.5-4K tokens.
+    let system = cut(&docs[0], 64 * 1024);
+    let mut messages: Vec<(String, String)> = vec![("system".into(), system.into())];
+    let mut prompts = Vec::new();
+    let (mut doc, mut offset, mut turn) = (1, 0, 0usize);
+    loop {
+        let want_tokens = 512 + (turn * 977) % 3584;
+        let source = &docs[doc % docs.len()];
+        let start = cut(source, offset).len();
+        let body = cut(&source[start..], want_tokens * 4);
+        offset = start + body.len();
+        if offset + 64 >= source.len() {
+            doc += 1;
+            offset = 0;
+        }
+        let role = if turn % 2 == 0 { "user" } else { "assistant" };
+        messages.push((role.into(), body.into()));
+        turn += 1;
+        let borrowed: Vec<(&str, &str)> = messages.iter().map(|(r, b)| (r.as_str(), b.as_str())).collect();
+        let prompt = render(&t, &borrowed);
+        let n = tokens(&prompt)?;
+        prompts.push(prompt);
+        if n > args.target_tokens || turn > 80 {
+            break;
+        }
+    }
+    let conversation = run_trace(&args, &path, &prompts)?;
+    let last = prompts.len() - 1;
+    let rows: Vec<usize> = [0, 1, last / 4, last / 2, 3 * last / 4, last - 1, last].into_iter().collect();
+    let mut rows = rows;
+    rows.dedup();
+    println!(
+        "## prefix reuse ({}, {} threads, {} rounds, HF on {}; chat template rendered)",
+        args.tokenizer, args.threads, args.rounds, args.hf_rounds
+    );
+    report(
+        &format!("conversation: {} turns to {} tokens", prompts.len(), conversation.tokens[last]),
+        &conversation,
+        &rows,
+    );
+
+    // RAG: ~100K tokens of context, different questions.
+    let mut context = String::new();
+    for d in &docs[1..] {
+        if context.len() > 420 * 1024 {
+            break;
+        }
+        context.push_str(d);
+        context.push_str("\n\n");
+    }
+    let context = cut(&context, 420 * 1024).to_owned();
+    let rag: Vec<String> = (0..args.questions)
+        .map(|q| {
+            let question = format!("Question {q}: what does the context say about item {}? Quote it.", q * 7 + 3);
+            render(&t, &[("system", &context), ("user", &question)])
+        })
+        .collect();
+    let rag_t = run_trace(&args, &path, &rag)?;
+    let n = rag.len() - 1;
+    report(
+        &format!("RAG: {} questions after {} tokens of context", rag.len(), rag_t.tokens[0]),
+        &rag_t,
+        &[0, 1, n / 2, n],
+    );
+
+    // Miss-only: unrelated documents.
+    let misses: Vec<String> =
+        docs.iter().skip(1).take(12).map(|d| render(&t, &[("user", cut(d, 256 * 1024))])).collect();
+    let miss_t = run_trace(&args, &path, &misses)?;
+    let rows: Vec<usize> = (0..misses.len()).collect();
+    report("miss-only: unrelated documents", &miss_t, &rows);
+    let mut ratios: Vec<f64> = (0..misses.len())
+        .map(|i| median(&mut miss_t.cached[i].clone()) / median(&mut miss_t.plain[i].clone()))
+        .collect();
+    println!("\nmiss-only: median cache / no cache = {:.3}", median(&mut ratios));
+    Ok(())
+}
