@@ -335,19 +335,7 @@ impl Tokenizer {
         if self.prefix.is_some() && self.uses_prefix_cache(text) {
             return self.encode_cached(text, settings);
         }
-        let cuts = self.cut_points(text);
-        if cuts.is_empty() {
-            // A short text is encoded and finished on the calling thread: waking a pool thread
-            // and waiting for it costs more than encoding a few kilobytes.
-            let segment = self.engine.encode_segment(text)?;
-            return self.finisher.finish(&[0], vec![segment], settings);
-        }
-        let starts = starts(cuts);
-        let ranges = ranges(&starts, text.len());
-        self.pool.install(|| {
-            let segments = ranges.par_iter().map(|r| self.encode_range(text, r)).collect::<Result<Vec<_>>>()?;
-            self.finisher.finish(&starts, segments, settings)
-        })
+        self.encode_uncached(text, settings)
     }
 
     /// Encodes the segment `text[range]`: a continuation when it follows a cut, and, when cuts
@@ -433,6 +421,8 @@ impl Tokenizer {
     fn encode_uncached(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
         let cuts = self.cut_points(text);
         if cuts.is_empty() {
+            // A short text is encoded and finished on the calling thread: waking a pool thread
+            // and waiting for it costs more than encoding a few kilobytes.
             let segment = self.engine.encode_segment(text)?;
             return self.finisher.finish(&[0], vec![segment], settings);
         }
