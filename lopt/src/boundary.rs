@@ -418,14 +418,16 @@ impl AddedGuard {
     }
 }
 
-fn floor_char_boundary(text: &str, mut i: usize) -> usize {
+/// The char boundary at or before byte `i` of `text`.
+pub(crate) fn floor_char_boundary(text: &str, mut i: usize) -> usize {
     while !text.is_char_boundary(i) {
         i -= 1;
     }
     i
 }
 
-fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
+/// The char boundary at or after byte `i` of `text`.
+pub(crate) fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
     while !text.is_char_boundary(i) {
         i += 1;
     }

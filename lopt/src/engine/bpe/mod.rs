@@ -37,6 +37,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
+use crate::boundary::{ceil_char_boundary, floor_char_boundary};
+
 use super::{Engine, Segment};
 use crate::boundary::CutRule;
 use crate::error::Result;
@@ -481,20 +483,6 @@ impl BpeEngine {
             report(start + done, end, false);
         }
     }
-}
-
-fn floor_char_boundary(text: &str, mut i: usize) -> usize {
-    while !text.is_char_boundary(i) {
-        i -= 1;
-    }
-    i
-}
-
-fn ceil_char_boundary(text: &str, mut i: usize) -> usize {
-    while !text.is_char_boundary(i) {
-        i += 1;
-    }
-    i
 }
 
 impl Engine for BpeEngine {
