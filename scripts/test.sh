@@ -56,5 +56,7 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets -- -D warnings
 step "cargo test"
 cargo test --workspace
+step "cargo test: the BPE differential suite on the pre-tokenizer's scalar path"
+cargo test -p lopt-tests --test native_bpe --features scalar-pretok
 python_tests
 step "all checks passed"

@@ -17,6 +17,7 @@
 //! The unit tests compare every scanner with Oniguruma on trap strings and on random strings
 //! drawn from a pool of characters of every class.
 
+use super::bits::{Kernel, BLOCK};
 use super::unicode::{in_set, Classes, NUMBER, SPACE, S_L, S_LM, S_LOWER, S_N, S_NOT_WS_L_N, S_PS, S_UPPER};
 
 /// cl100k_base / Llama-3 (`\p{N}{1,3}`).
@@ -89,11 +90,20 @@ impl Stage {
 #[derive(Debug)]
 pub(crate) struct PreTokenizer {
     stages: Vec<Stage>,
+    /// How letter runs are found (the bulk kernel, or its scalar twin).
+    kernel: Kernel,
 }
 
 impl PreTokenizer {
     pub(crate) fn new(stages: Vec<Stage>) -> Self {
-        PreTokenizer { stages }
+        PreTokenizer { stages, kernel: Kernel::DEFAULT }
+    }
+
+    /// The same stages, scanned with `kernel` (tests compare both kernels in one build).
+    #[cfg(test)]
+    pub(crate) fn with_kernel(mut self, kernel: Kernel) -> Self {
+        self.kernel = kernel;
+        self
     }
 
     /// Splits `text` into pre-tokens, calling `sink.piece(start, end)` (byte offsets into `text`)
@@ -114,10 +124,10 @@ impl PreTokenizer {
             return;
         };
         if depth + 1 == self.stages.len() {
-            stage_pieces(stage, c, text, base, sink);
+            stage_pieces(stage, c, self.kernel, text, base, sink);
         } else {
             let mut next = NextStage { pre: self, depth: depth + 1, c, text, base, sink };
-            stage_pieces(stage, c, text, 0, &mut next);
+            stage_pieces(stage, c, self.kernel, text, 0, &mut next);
         }
     }
 }
@@ -154,18 +164,19 @@ impl<S: Sink> Sink for NextStage<'_, '_, S> {
 
 /// The pieces of one stage over `text`, reported shifted by `base`.
 #[inline(always)]
-fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, text: &str, base: usize, sink: &mut S) {
+fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, base: usize, sink: &mut S) {
     let bytes = text.as_bytes();
+    let mut l = Letters::new(bytes, kernel);
     match stage {
-        Stage::Cl100k { max_digits: 3 } => scan(bytes, base, sink, |s, i| cl100k_at::<3>(c, s, i)),
-        Stage::Cl100k { max_digits: 1 } => scan(bytes, base, sink, |s, i| cl100k_at::<1>(c, s, i)),
+        Stage::Cl100k { max_digits: 3 } => scan(bytes, base, sink, |s, i| cl100k_at::<3>(c, &mut l, s, i)),
+        Stage::Cl100k { max_digits: 1 } => scan(bytes, base, sink, |s, i| cl100k_at::<1>(c, &mut l, s, i)),
         Stage::Cl100k { max_digits } => {
             let max = *max_digits;
-            scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, s, i, max))
+            scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, &mut l, s, i, max))
         }
         Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, s, i)),
-        Stage::DeepSeek => scan(bytes, base, sink, |s, i| deepseek_at(c, s, i)),
-        Stage::Gpt2 => scan(bytes, base, sink, |s, i| gpt2_at(c, s, i)),
+        Stage::DeepSeek => scan(bytes, base, sink, |s, i| deepseek_at(c, &mut l, s, i)),
+        Stage::Gpt2 => scan(bytes, base, sink, |s, i| gpt2_at(c, &mut l, s, i)),
         Stage::Digits => scan(bytes, base, sink, |s, i| digits_at(c, s, i)),
         Stage::CjkRun => scan(bytes, base, sink, cjk_run_at),
         Stage::Onig(regex) => {
@@ -188,7 +199,7 @@ fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, text: &str, base: usize, sin
 
 /// The `Isolated` find-iterate loop: matches and the gaps between them become pieces.
 #[inline(always)]
-fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, match_at: impl Fn(&[u8], usize) -> Option<usize>) {
+fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, mut match_at: impl FnMut(&[u8], usize) -> Option<usize>) {
     let n = s.len();
     let mut i = 0;
     let mut gap = 0;
@@ -230,6 +241,67 @@ fn run(c: Classes, s: &[u8], mut i: usize, set: u16) -> usize {
         i += len;
     }
     i
+}
+
+/// The ASCII-letter mask of the block of `s` that was last asked about: letter runs end at a
+/// `trailing_zeros` of it instead of a class lookup per byte.
+struct Letters<'s> {
+    s: &'s [u8],
+    kernel: Kernel,
+    /// Start of the block in `mask` (a multiple of [`BLOCK`]; `usize::MAX` before the first).
+    at: usize,
+    mask: u64,
+}
+
+impl<'s> Letters<'s> {
+    fn new(s: &'s [u8], kernel: Kernel) -> Self {
+        Letters { s, kernel, at: usize::MAX, mask: 0 }
+    }
+
+    #[inline(never)]
+    fn load(&mut self, at: usize) {
+        self.at = at;
+        self.mask = match self.s.get(at..at + BLOCK).and_then(|b| <&[u8; BLOCK]>::try_from(b).ok()) {
+            Some(block) => self.kernel.letters(block),
+            None => {
+                // The last, partial block: zero padding is not a letter, so runs stop at the end.
+                let mut block = [0u8; BLOCK];
+                let tail = self.s.get(at..).unwrap_or_default();
+                block[..tail.len()].copy_from_slice(tail);
+                self.kernel.letters(&block)
+            }
+        };
+    }
+
+    /// End of the run of ASCII letters starting at `i`.
+    #[inline(always)]
+    fn ascii_end(&mut self, mut i: usize) -> usize {
+        let n = self.s.len();
+        while i < n {
+            let at = i & !(BLOCK - 1);
+            if at != self.at {
+                self.load(at);
+            }
+            let rest = !self.mask >> (i - at);
+            if rest != 0 {
+                return (i + rest.trailing_zeros() as usize).min(n);
+            }
+            i = at + BLOCK;
+        }
+        n
+    }
+
+    /// End of the run of characters of `set` (a set holding every ASCII letter and no other
+    /// ASCII character: `\p{L}` or `[\p{L}\p{M}]`) starting at `i`. The ASCII letters go by the
+    /// mask; a run that meets a multi-byte character goes on character by character.
+    #[inline(always)]
+    fn run(&mut self, c: Classes, i: usize, set: u16) -> usize {
+        let end = self.ascii_end(i);
+        match self.s.get(end) {
+            Some(&b) if b >= 0x80 => run(c, self.s, end, set),
+            _ => end,
+        }
+    }
 }
 
 /// End of the run of `\r` and `\n` starting at `i` (`[\r\n]*`).
@@ -318,12 +390,12 @@ fn white_space(c: Classes, s: &[u8], i: usize, line_breaks: bool) -> usize {
 }
 
 #[inline(always)]
-fn cl100k_at<const MAX_DIGITS: usize>(c: Classes, s: &[u8], i: usize) -> Option<usize> {
-    cl100k_at_dyn(c, s, i, MAX_DIGITS)
+fn cl100k_at<const MAX_DIGITS: usize>(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<usize> {
+    cl100k_at_dyn(c, l, s, i, MAX_DIGITS)
 }
 
 #[inline(always)]
-fn cl100k_at_dyn(c: Classes, s: &[u8], i: usize, max_digits: usize) -> Option<usize> {
+fn cl100k_at_dyn(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize, max_digits: usize) -> Option<usize> {
     let b = s[i];
     if b == b'\'' {
         if let Some(end) = contraction_ci(s, i) {
@@ -332,7 +404,7 @@ fn cl100k_at_dyn(c: Classes, s: &[u8], i: usize, max_digits: usize) -> Option<us
     }
     let (class, len) = c.at(s, i);
     if in_set(class, S_L) {
-        return Some(run(c, s, i + len, S_L));
+        return Some(l.run(c, i + len, S_L));
     }
     if class == NUMBER {
         let mut j = i + len;
@@ -346,9 +418,9 @@ fn cl100k_at_dyn(c: Classes, s: &[u8], i: usize, max_digits: usize) -> Option<us
     }
     // `[^\r\n\p{L}\p{N}]?\p{L}+` with the optional character taken.
     if b != b'\r' && b != b'\n' {
-        if let Some((next, l)) = class_at(c, s, i + len) {
+        if let Some((next, next_len)) = class_at(c, s, i + len) {
             if in_set(next, S_L) {
-                return Some(run(c, s, i + len + l, S_L));
+                return Some(l.run(c, i + len + next_len, S_L));
             }
         }
     }
@@ -367,7 +439,7 @@ fn cl100k_at_dyn(c: Classes, s: &[u8], i: usize, max_digits: usize) -> Option<us
 }
 
 #[inline(always)]
-fn gpt2_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+fn gpt2_at(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<usize> {
     let b = s[i];
     if b == b'\'' {
         if let Some(end) = contraction_cs(s, i) {
@@ -375,16 +447,22 @@ fn gpt2_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
         }
     }
     if b == b' ' {
-        if let Some((next, l)) = class_at(c, s, i + 1) {
-            for set in [S_L, S_N, S_NOT_WS_L_N] {
+        if let Some((next, next_len)) = class_at(c, s, i + 1) {
+            if in_set(next, S_L) {
+                return Some(l.run(c, i + 1 + next_len, S_L));
+            }
+            for set in [S_N, S_NOT_WS_L_N] {
                 if in_set(next, set) {
-                    return Some(run(c, s, i + 1 + l, set));
+                    return Some(run(c, s, i + 1 + next_len, set));
                 }
             }
         }
     }
     let (class, len) = c.at(s, i);
-    for set in [S_L, S_N, S_NOT_WS_L_N] {
+    if in_set(class, S_L) {
+        return Some(l.run(c, i + len, S_L));
+    }
+    for set in [S_N, S_NOT_WS_L_N] {
         if in_set(class, set) {
             return Some(run(c, s, i + len, set));
         }
@@ -467,27 +545,23 @@ fn o200k_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
 }
 
 #[inline(always)]
-fn deepseek_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+fn deepseek_at(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<usize> {
     let b = s[i];
     // `[!"#...~][A-Za-z]+`
     if b.is_ascii_punctuation() && s.get(i + 1).is_some_and(u8::is_ascii_alphabetic) {
-        let mut j = i + 2;
-        while j < s.len() && s[j].is_ascii_alphabetic() {
-            j += 1;
-        }
-        return Some(j);
+        return Some(l.ascii_end(i + 2));
     }
     let (class, len) = c.at(s, i);
     // `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+`
     if b != b'\r' && b != b'\n' && !in_set(class, S_L | S_PS) {
-        if let Some((next, l)) = class_at(c, s, i + len) {
+        if let Some((next, next_len)) = class_at(c, s, i + len) {
             if in_set(next, S_LM) {
-                return Some(run(c, s, i + len + l, S_LM));
+                return Some(l.run(c, i + len + next_len, S_LM));
             }
         }
     }
     if in_set(class, S_LM) {
-        return Some(run(c, s, i + len, S_LM));
+        return Some(l.run(c, i + len, S_LM));
     }
     // ` ?[\p{P}\p{S}]+[\r\n]*`
     if b == b' ' {
@@ -560,12 +634,17 @@ mod tests {
 
     const ALL: [&str; 7] = [CL100K, QWEN, O200K, DEEPSEEK, GPT2, DIGITS, CJK_RUN];
 
+    /// Every scanner, with the bulk kernel and with its scalar twin, against Oniguruma.
     fn check(text: &str) {
         for pattern in ALL {
-            let stage = Stage::from_pattern(pattern).unwrap();
-            assert!(!matches!(stage, Stage::Onig(_)));
-            let name = format!("{stage:?}");
-            assert_eq!(pieces(&PreTokenizer::new(vec![stage]), text), oracle(pattern, text), "{name} on {text:?}");
+            let want = oracle(pattern, text);
+            for kernel in [Kernel::Bulk, Kernel::Scalar] {
+                let stage = Stage::from_pattern(pattern).unwrap();
+                assert!(!matches!(stage, Stage::Onig(_)));
+                let name = format!("{stage:?}");
+                let pt = PreTokenizer::new(vec![stage]).with_kernel(kernel);
+                assert_eq!(pieces(&pt, text), want, "{name} ({kernel:?}) on {text:?}");
+            }
         }
     }
 
@@ -598,6 +677,40 @@ mod tests {
             "ʰʲ ˈaː ǈǋ",
         ] {
             check(text);
+        }
+    }
+
+    /// Letter runs that cross, start or end at 64-byte block edges, with a multi-byte character, a
+    /// contraction or a line break right at the edge (the bulk scanner's block mask).
+    #[test]
+    fn block_edges() {
+        for lead in 0..70 {
+            for tail in ["", "é", "x", "'s", "'ll", " ", "\r\n", "1", "中", ".", "\u{301}", "ſ", "ǅ"] {
+                check(&format!("{}{tail}abc", "a".repeat(lead)));
+                check(&format!(" {} {}{tail}", "b".repeat(lead), "Cd".repeat(lead / 2)));
+                check(&format!("{}.{}{tail}", "é".repeat(lead / 2), "z".repeat(lead)));
+            }
+        }
+    }
+
+    /// Long random strings, mostly ASCII letters, so that runs cross block edges.
+    #[test]
+    fn random_long_against_oniguruma() {
+        let pool: Vec<char> =
+            "abcdefghijklmnopqrstuvwxyzABCXYZabcdefghijklmnopqrstuvwxyz     '\n\r.,-1é中ſ\u{301}ǅ٣\u{a0}"
+                .chars()
+                .collect();
+        let mut state = 0x1234_5678_9abc_def1u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        for _ in 0..1_500 {
+            let len = (next() % 300) as usize;
+            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
+            check(&text);
         }
     }
 
