@@ -95,22 +95,7 @@ def both(ours, theirs, method, **kwargs):
     getattr(theirs, method)(**kwargs)
 
 
-# Open library bug, not the binding's: with truncation, HF's tokenize_with_limit keeps going past
-# added-token splits, which lopt's model-limit emulation does not (lopt-tests regressions::
-# gemma3_truncation_overflow_keeps_the_last_token, ignored until fixed). Gemma 3 has added tokens
-# for whitespace, so its overflow differs on ordinary text.
-KNOWN_TRUNCATION_BUG = {"gemma3"}
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        pytest.param(n, marks=pytest.mark.xfail(reason="open: overflow after added tokens", strict=False))
-        if n in KNOWN_TRUNCATION_BUG
-        else n
-        for n in FIXTURES
-    ],
-)
+@pytest.mark.parametrize("name", FIXTURES)
 def test_truncation_and_padding_equal_tokenizers(pairs, name):
     ours, theirs = pairs(name)
     batch = [text[:3000] for text in texts()[:8]] + ["short", ""]

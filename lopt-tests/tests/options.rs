@@ -135,3 +135,76 @@ fn settings_hf_panics_on_are_errors() {
     let too_short = EncodeOptions::new().truncation(Some(TruncationParams { max_length: 1, ..Default::default() }));
     assert!(tokenizer.encode_with(&text, &too_short).is_err());
 }
+
+/// Texts where added tokens sit next to the truncation limit: the tokenizer's own added tokens
+/// (special or not, the first and last few by id) between short words and whitespace, at the
+/// start, the end and in runs.
+fn added_token_texts(tokenizer: &Tokenizer) -> Vec<String> {
+    let mut added: Vec<(u32, String)> =
+        tokenizer.hf().get_added_tokens_decoder().into_iter().map(|(id, token)| (id, token.content)).collect();
+    added.sort();
+    added.retain(|(_, content)| !content.is_empty());
+    let mut picked: Vec<&str> =
+        added.iter().take(4).chain(added.iter().rev().take(4)).map(|(_, c)| c.as_str()).collect();
+    picked.dedup();
+    let mut texts = vec!["line\nbreaks\r\n\r\nand\ttabs\t".to_string()];
+    for (i, token) in picked.iter().enumerate() {
+        let next = picked[(i + 1) % picked.len()];
+        texts.push(format!("{token}{token} ab{i} cd{token}ef, gh {next}\n\tij{token}"));
+    }
+    let all: String = picked.iter().enumerate().map(|(i, t)| format!("{t}w{i} {t}")).collect();
+    texts.push(format!("{all} tail words here"));
+    texts.push(format!("lead words here {all}"));
+    texts
+}
+
+/// HF's truncating model loop (`tokenize_with_limit`) stops only after a split the model
+/// tokenized; added-token splits are counted but never stop it. Sweep the limit, stride and
+/// direction over texts dense with added tokens, for every fixture, with native and HF engines,
+/// whole and cut into tiny chunks; the overflow is compared too.
+#[test]
+fn truncation_next_to_added_tokens_equals_hf() {
+    for (name, path) in lopt_tests::available_fixtures() {
+        let tokenizers = [
+            TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
+            TokenizerBuilder::new().threads(2).chunk_size(16).min_parallel_bytes(0).build_from_file(&path).unwrap(),
+            TokenizerBuilder::new()
+                .engine(lopt::EngineKind::Hf)
+                .threads(2)
+                .chunk_size(16)
+                .min_parallel_bytes(0)
+                .build_from_file(&path)
+                .unwrap(),
+        ];
+        let texts = added_token_texts(&tokenizers[0]);
+        let mut hf = tokenizers[0].hf().clone();
+        let specials = hf.get_post_processor().map_or(0, |p| lopt::hf::PostProcessor::added_tokens(p, false));
+        for direction in [TruncationDirection::Right, TruncationDirection::Left] {
+            for max_length in [1, 2, 3, 4, 5, 6, 7, 9, 12, 20] {
+                for stride in [0, 1, 3] {
+                    // HF refuses (or panics on) a stride that leaves no room after the special tokens.
+                    if max_length <= specials + stride {
+                        continue;
+                    }
+                    let truncation = TruncationParams { max_length, stride, direction, ..Default::default() };
+                    hf.with_truncation(Some(truncation.clone())).unwrap();
+                    for add in [true, false] {
+                        let options = EncodeOptions::new().add_special_tokens(add).truncation(Some(truncation.clone()));
+                        for text in &texts {
+                            let want = lopt::Encoding::from(hf.encode(text.as_str(), add).unwrap());
+                            for tokenizer in &tokenizers {
+                                let got = tokenizer.encode_with(text, &options).unwrap();
+                                assert!(
+                                    got == want,
+                                    "{name} ({}) {options:?} on {text:?}: {:?}",
+                                    tokenizer.engine_name(),
+                                    got.first_difference(&want)
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

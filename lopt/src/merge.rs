@@ -39,6 +39,7 @@ impl Run<'_> {
             offsets: s.offsets[..self.len].to_vec(),
             word_ids: s.word_ids[..self.len].to_vec(),
             words: self.words,
+            added_words: s.added_words.iter().copied().take_while(|&w| w < self.words).collect(),
         }
     }
 }
@@ -57,6 +58,7 @@ pub(crate) fn merge(starts: &[usize], mut segments: Vec<Segment>) -> Segment {
         offsets: Vec::with_capacity(total),
         word_ids: Vec::with_capacity(total),
         words: 0,
+        added_words: Vec::new(),
     };
     for (segment, &start) in segments.into_iter().zip(starts) {
         let words_before = merged.words;
@@ -66,6 +68,7 @@ pub(crate) fn merge(starts: &[usize], mut segments: Vec<Segment>) -> Segment {
         }
         merged.offsets.extend(segment.offsets.iter().map(|&(s, e)| (s + start, e + start)));
         merged.word_ids.extend(segment.word_ids.iter().map(|&w| w + words_before));
+        merged.added_words.extend(segment.added_words.iter().map(|&w| w + words_before));
         merged.words += segment.words;
     }
     merged
@@ -339,9 +342,22 @@ mod tests {
     use super::*;
 
     fn segments() -> Vec<Segment> {
-        let a =
-            Segment { ids: vec![1, 2], tokens: vec![], offsets: vec![(0, 2), (3, 4)], word_ids: vec![0, 1], words: 2 };
-        let b = Segment { ids: vec![3], tokens: vec![], offsets: vec![(1, 2)], word_ids: vec![1], words: 3 };
+        let a = Segment {
+            ids: vec![1, 2],
+            tokens: vec![],
+            offsets: vec![(0, 2), (3, 4)],
+            word_ids: vec![0, 1],
+            words: 2,
+            added_words: vec![1],
+        };
+        let b = Segment {
+            ids: vec![3],
+            tokens: vec![],
+            offsets: vec![(1, 2)],
+            word_ids: vec![1],
+            words: 3,
+            added_words: vec![0, 1],
+        };
         vec![a, b]
     }
 
@@ -352,6 +368,7 @@ mod tests {
         assert_eq!(m.offsets, vec![(0, 2), (3, 4), (5, 6)]);
         assert_eq!(m.word_ids, vec![0, 1, 3]);
         assert_eq!(m.words, 5);
+        assert_eq!(m.added_words, vec![1, 2, 3]);
     }
 
     #[test]

@@ -72,8 +72,12 @@ enum Piece {
 
 impl Finisher {
     pub(crate) fn new(hf: Arc<tokenizers::Tokenizer>, json: &Value) -> Self {
-        let mut strings = vec![String::new(); hf.get_vocab_size(true)];
-        for (token, id) in hf.get_vocab(true) {
+        // Sized by the largest id, not `get_vocab_size`: a vocabulary may have gaps (GPT-4o's ends
+        // at 199 999, its `<|endofprompt|>` is 200 018).
+        let all = hf.get_vocab(true);
+        let size = all.values().max().map_or(0, |&id| id as usize + 1);
+        let mut strings = vec![String::new(); size];
+        for (token, id) in all {
             if let Some(slot) = usize::try_from(id).ok().and_then(|i| strings.get_mut(i)) {
                 *slot = token;
             }
@@ -256,31 +260,73 @@ impl Finisher {
         Ok(length)
     }
 
-    /// `tokenizers` 0.23 stops the model once a truncating tokenizer has `max_length` tokens,
-    /// keeping whole pre-tokens (`PreTokenizedString::tokenize_with_limit`); the overflow it
-    /// reports is computed from what is left. Reproduce that cut on the merged tokens.
+    /// `tokenizers` 0.23 stops the model early when the tokenizer truncates
+    /// (`PreTokenizedString::tokenize_with_limit`), and the truncation and overflow of
+    /// post-processing then work on what is left. Reproduce that cut on the merged tokens.
+    ///
+    /// HF's loop walks the splits (pre-tokens and added tokens) from the kept end (the start for
+    /// `Right`, the end for `Left`), summing their tokens, and stops after the first split *the
+    /// model tokenized* that brings the sum to `max_length`; the splits beyond it are dropped.
+    /// Added-token splits already hold their token: they are counted but never stop the loop, so
+    /// after them the next model split is kept whole. Without such a split everything is kept.
+    /// Dropping leading splits (`Left`) renumbers words from 0, as `into_encoding` does on the
+    /// drained split list. The stride and the strategy play no part here (`OnlySecond` leaves a
+    /// single sequence untouched).
     fn limit_like_model(&self, raw: &mut Segment, truncation: &TruncationParams) {
         if truncation.strategy == TruncationStrategy::OnlySecond || raw.words == 0 {
             return;
         }
         let max = truncation.max_length;
-        let n = raw.ids.len();
-        // Kept pre-tokens `lo..=hi`; dropping leading pre-tokens renumbers words from 0, as
-        // `into_encoding` does on the drained split list.
-        let (lo, hi) = match truncation.direction {
-            // The model stops after the first pre-token that reaches `max` tokens in total.
-            TruncationDirection::Right if max == 0 => (0, 0),
-            TruncationDirection::Right if n >= max => (0, raw.word_ids[max - 1]),
-            TruncationDirection::Left if max == 0 => (raw.words - 1, raw.words - 1),
-            TruncationDirection::Left if n >= max => (raw.word_ids[n - max], raw.words - 1),
-            _ => return,
+        let words = raw.words as usize;
+        let mut counts = vec![0usize; words];
+        for &w in &raw.word_ids {
+            if let Some(count) = counts.get_mut(w as usize) {
+                *count += 1;
+            }
+        }
+        let mut added = vec![false; words];
+        for &w in &raw.added_words {
+            if let Some(flag) = added.get_mut(w as usize) {
+                *flag = true;
+            }
+        }
+        // The first model split, from the kept end, whose running sum reaches `max`.
+        let mut total = 0;
+        let mut stops = |w: usize| {
+            total += counts[w];
+            !added[w] && total >= max
         };
-        let kept: Vec<usize> = (0..n).filter(|&i| (lo..=hi).contains(&raw.word_ids[i])).collect();
-        raw.ids = kept.iter().map(|&i| raw.ids[i]).collect();
-        raw.tokens = kept.iter().map(|&i| std::mem::take(&mut raw.tokens[i])).collect();
-        raw.offsets = kept.iter().map(|&i| raw.offsets[i]).collect();
-        raw.word_ids = kept.iter().map(|&i| raw.word_ids[i] - lo).collect();
-        raw.words = hi - lo + 1;
+        // Kept words `lo..hi`.
+        let (lo, hi) = match truncation.direction {
+            TruncationDirection::Right => (0, (0..words).find(|&w| stops(w)).map_or(words, |w| w + 1)),
+            TruncationDirection::Left => ((0..words).rev().find(|&w| stops(w)).unwrap_or(0), words),
+        };
+        if (lo, hi) == (0, words) {
+            return;
+        }
+        // Merged word ids never decrease, so the kept tokens are one run.
+        debug_assert!(raw.word_ids.windows(2).all(|w| w[0] <= w[1]));
+        let (lo32, hi32) = (lo as u32, hi as u32);
+        let first = raw.word_ids.partition_point(|&w| w < lo32);
+        let end = raw.word_ids.partition_point(|&w| w < hi32);
+        raw.ids.truncate(end);
+        raw.ids.drain(..first);
+        if raw.tokens.len() >= end {
+            raw.tokens.truncate(end);
+            raw.tokens.drain(..first);
+        }
+        raw.offsets.truncate(end);
+        raw.offsets.drain(..first);
+        raw.word_ids.truncate(end);
+        raw.word_ids.drain(..first);
+        for w in &mut raw.word_ids {
+            *w -= lo32;
+        }
+        raw.added_words.retain(|&w| (lo32..hi32).contains(&w));
+        for w in &mut raw.added_words {
+            *w -= lo32;
+        }
+        raw.words = hi32 - lo32;
     }
 }
 

@@ -34,7 +34,11 @@ impl Engine for HfEngine {
         if let Some(pre_tokenizer) = hf.get_pre_tokenizer() {
             pre_tokenizer.pre_tokenize(&mut pretokenized).map_err(Error::encode)?;
         }
-        let words = pretokenized.get_splits(OffsetReferential::Original, OffsetType::None).len();
+        let splits = pretokenized.get_splits(OffsetReferential::Original, OffsetType::None);
+        let words = splits.len();
+        // Splits that already have their tokens are the added tokens `extract_and_normalize` found.
+        let added_words =
+            (0u32..).zip(&splits).filter_map(|(word, (_, _, tokens))| tokens.is_some().then_some(word)).collect();
         pretokenized.tokenize(|normalized| hf.get_model().tokenize(normalized.get())).map_err(Error::encode)?;
         let encoding = pretokenized.into_encoding(None, 0, OffsetType::Byte).map_err(Error::encode)?;
         let word_ids = encoding.get_word_ids().iter().map(|w| w.unwrap_or(0)).collect();
@@ -44,6 +48,7 @@ impl Engine for HfEngine {
             offsets: encoding.get_offsets().to_vec(),
             word_ids,
             words: u32::try_from(words).map_err(Error::encode)?,
+            added_words,
         })
     }
 }

@@ -56,6 +56,11 @@ pub(crate) struct Segment {
     pub(crate) word_ids: Vec<u32>,
     /// Number of pre-tokens of the segment, including any that produced no token.
     pub(crate) words: u32,
+    /// The words (ascending, counted within the segment) that are added tokens rather than
+    /// pre-tokens the model tokenized: HF's truncating model loop counts their tokens but never
+    /// stops after them (`post::Finisher::limit_like_model`). The token of an added token cannot
+    /// tell this apart, since a model may produce the same id (WordPiece's `[UNK]`).
+    pub(crate) added_words: Vec<u32>,
 }
 
 /// Tokenizes one segment; see the module documentation for the contract.

@@ -303,6 +303,7 @@ impl Run<'_> {
         self.segment.ids.push(id);
         self.segment.offsets.push(offsets);
         self.segment.word_ids.push(word);
+        self.segment.added_words.push(word);
         self.segment.words += 1;
     }
 

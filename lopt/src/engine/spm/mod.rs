@@ -148,6 +148,7 @@ impl SpmEngine {
                 run.segment.ids.push(id);
                 run.segment.offsets.push((start, end));
                 run.segment.word_ids.push(word);
+                run.segment.added_words.push(word);
                 run.segment.words += 1;
             }
             None => {

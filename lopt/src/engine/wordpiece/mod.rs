@@ -163,6 +163,7 @@ impl WordPieceEngine {
         out.ids.push(id);
         out.offsets.push(offsets);
         out.word_ids.push(out.words);
+        out.added_words.push(out.words);
         out.words += 1;
         if self.strings.is_some() {
             out.tokens.push(value.to_owned());
