@@ -166,24 +166,9 @@ fn positive(value: &str) -> Result<usize, String> {
     }
 }
 
-/// Parses a size in bytes: a whole number with an optional unit (`B`, `KB`, `MB`, `GB` in powers
-/// of 1000, `KiB`, `MiB`, `GiB` in powers of 1024; `K`, `M`, `G` alone mean the binary ones).
+/// Parses a size in bytes (`256MiB`): the library's parser, shared with the Python package.
 fn byte_size(value: &str) -> Result<usize, String> {
-    let value = value.trim();
-    let split = value.find(|c: char| !c.is_ascii_digit()).unwrap_or(value.len());
-    let (number, unit) = value.split_at(split);
-    let number: usize = number.parse().map_err(|e| format!("{e} (expected a size such as 256MiB)"))?;
-    let scale: usize = match unit.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1000,
-        "mb" => 1000 * 1000,
-        "gb" => 1000 * 1000 * 1000,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        other => return Err(format!("unknown unit {other:?} (expected B, KB, MB, GB, KiB, MiB or GiB)")),
-    };
-    number.checked_mul(scale).ok_or_else(|| format!("{value} is too large"))
+    lopt::parse_byte_size(value).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

@@ -50,12 +50,19 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
+/// Parses a size in bytes such as `"256MiB"` (the CLI's `--prefix-cache` syntax).
+#[pyfunction]
+fn parse_byte_size(value: &str) -> PyResult<usize> {
+    lopt::parse_byte_size(value).map_err(|e| LoptError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _lopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LoptError", m.py().get_type::<LoptError>())?;
     m.add_class::<native::Core>()?;
     m.add_class::<encoding::Encoding>()?;
     m.add_class::<options::Options>()?;
+    m.add_function(wrap_pyfunction!(parse_byte_size, m)?)?;
     m.add("MAX_PADDING_LENGTH", lopt::MAX_PADDING_LENGTH)?;
     Ok(())
 }

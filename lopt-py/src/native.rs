@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyString};
+use pyo3::types::{PyByteArray, PyDict, PyString};
 
 use crate::encoding::Encoding;
 use crate::guarded;
@@ -91,13 +91,14 @@ impl Core {
 
 #[pymethods]
 impl Core {
-    /// Builds a tokenizer from the text of a `tokenizer.json`; `threads=None` means one per core.
+    /// Builds a tokenizer from the text of a `tokenizer.json`; `threads=None` means one per core;
+    /// `prefix_cache` bounds the prefix cache in bytes (0: off).
     #[staticmethod]
-    #[pyo3(signature = (json, threads=None))]
-    fn from_str(py: Python<'_>, json: &str, threads: Option<usize>) -> PyResult<Core> {
+    #[pyo3(signature = (json, threads=None, prefix_cache=0))]
+    fn from_str(py: Python<'_>, json: &str, threads: Option<usize>, prefix_cache: usize) -> PyResult<Core> {
         let tokenizer = py.detach(|| {
             guarded(|| {
-                let builder = lopt::TokenizerBuilder::new();
+                let builder = lopt::TokenizerBuilder::new().prefix_cache(prefix_cache);
                 let builder = match threads {
                     Some(n) => builder.threads(n),
                     None => builder,
@@ -107,6 +108,20 @@ impl Core {
         })?;
         let has_ranges = tokenizer.hf().get_post_processor().is_some();
         Ok(Core { tokenizer: Arc::new(tokenizer), has_ranges })
+    }
+
+    /// The prefix cache's counters as a dict (`None` when the cache is off).
+    fn prefix_cache_stats<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(stats) = self.tokenizer.prefix_cache_stats() else { return Ok(None) };
+        let dict = PyDict::new(py);
+        dict.set_item("hits", stats.hits)?;
+        dict.set_item("misses", stats.misses)?;
+        dict.set_item("bytes_reused", stats.bytes_reused)?;
+        dict.set_item("bytes_encoded", stats.bytes_encoded)?;
+        dict.set_item("bytes_held", stats.bytes_held)?;
+        dict.set_item("entries", stats.entries)?;
+        dict.set_item("capacity", stats.capacity)?;
+        Ok(Some(dict))
     }
 
     /// Why this tokenizer encodes each text whole (`None` when it cuts long texts in parallel).

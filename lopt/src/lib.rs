@@ -40,6 +40,7 @@ mod merge;
 mod options;
 mod post;
 mod prefix;
+mod size;
 mod spelling;
 mod split;
 mod tokenizer;
@@ -49,6 +50,7 @@ pub use engine::EngineKind;
 pub use error::{Error, ErrorKind};
 pub use options::EncodeOptions;
 pub use prefix::PrefixCacheStats;
+pub use size::parse_byte_size;
 pub use tokenizer::{
     Parallelism, Tokenizer, TokenizerBuilder, DEFAULT_MIN_PARALLEL_BYTES, DEFAULT_MIN_PARALLEL_BYTES_HF,
     DEFAULT_OVERLAP, MAX_PADDING_LENGTH,

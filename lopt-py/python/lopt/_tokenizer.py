@@ -93,6 +93,19 @@ def overflow_like_lopt() -> bool:
     return len(probe.encode("a b").overflowing) == 0
 
 
+def prefix_cache_bytes(value: Any) -> int:
+    """The prefix cache's bound in bytes from ``prefix_cache=``: ``None`` or 0 (off), a whole
+    number of bytes, or a size such as ``"256MiB"`` (the CLI's ``--prefix-cache`` syntax: B, KB,
+    MB, GB, KiB, MiB, GiB). Anything else raises ``LoptError`` (a ``ValueError``)."""
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return _lopt.parse_byte_size(value)
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    raise LoptError(f"prefix_cache must be a number of bytes or a size such as '256MiB', not {value!r}")
+
+
 def _caller_level() -> int:
     """The ``stacklevel`` of the first frame outside this package (warnings point at the user's
     line, whichever constructor they called)."""
@@ -134,9 +147,15 @@ class Tokenizer:
 
     ``Tokenizer(obj)`` takes a ``tokenizers.Tokenizer`` (which it keeps and owns from then on:
     change it through this object only) or a ``tokenizers.models`` model.
+
+    ``prefix_cache=`` (every constructor) keeps the tokens of recently encoded long texts, up to
+    that many bytes of memory (an int, or a size such as ``"256MiB"``; default 0: off), so that a
+    text sharing a long prefix with one of them (the next turn of a conversation) encodes only
+    what follows; outputs are the same either way. ``prefix_cache_stats()`` reports it. A copy
+    (pickle, ``copy.deepcopy``) starts with an empty cache of the same size.
     """
 
-    def __init__(self, tokenizer: Any, threads: Optional[int] = None) -> None:
+    def __init__(self, tokenizer: Any, threads: Optional[int] = None, prefix_cache: "int | str | None" = 0) -> None:
         if isinstance(tokenizer, Tokenizer):
             hf = tokenizers.Tokenizer.from_str(tokenizer.to_str())
             hf.encode_special_tokens = tokenizer.encode_special_tokens
@@ -144,25 +163,29 @@ class Tokenizer:
             hf = tokenizer
         else:
             hf = tokenizers.Tokenizer(tokenizer)
-        self._adopt(hf, threads)
+        self._adopt(hf, threads, prefix_cache)
 
     # ----------------------------------------------------------------------------- loading
 
     @classmethod
-    def from_str(cls, json: str, threads: Optional[int] = None) -> "Tokenizer":
+    def from_str(cls, json: str, threads: Optional[int] = None, prefix_cache: "int | str | None" = 0) -> "Tokenizer":
         """Builds a tokenizer from the text of a ``tokenizer.json``."""
-        return cls(cls._load(tokenizers.Tokenizer.from_str, json), threads)
+        return cls(cls._load(tokenizers.Tokenizer.from_str, json), threads, prefix_cache)
 
     @classmethod
-    def from_file(cls, path: "str | os.PathLike[str]", threads: Optional[int] = None) -> "Tokenizer":
+    def from_file(
+        cls, path: "str | os.PathLike[str]", threads: Optional[int] = None, prefix_cache: "int | str | None" = 0
+    ) -> "Tokenizer":
         """Loads a ``tokenizer.json`` file."""
         with open(path, "rb") as file:
-            return cls.from_buffer(file.read(), threads)
+            return cls.from_buffer(file.read(), threads, prefix_cache)
 
     @classmethod
-    def from_buffer(cls, buffer: bytes, threads: Optional[int] = None) -> "Tokenizer":
+    def from_buffer(
+        cls, buffer: bytes, threads: Optional[int] = None, prefix_cache: "int | str | None" = 0
+    ) -> "Tokenizer":
         """Builds a tokenizer from the bytes of a ``tokenizer.json``."""
-        return cls(cls._load(tokenizers.Tokenizer.from_buffer, buffer), threads)
+        return cls(cls._load(tokenizers.Tokenizer.from_buffer, buffer), threads, prefix_cache)
 
     @classmethod
     def from_pretrained(
@@ -171,13 +194,14 @@ class Tokenizer:
         revision: str = "main",
         token: Optional[str] = None,
         threads: Optional[int] = None,
+        prefix_cache: "int | str | None" = 0,
     ) -> "Tokenizer":
         """Loads ``tokenizer.json`` of a HuggingFace Hub model: a local directory or file, else
         the local HuggingFace cache (offline), else a download through ``huggingface_hub`` when
         it is installed."""
         from ._hub import find_tokenizer_json
 
-        return cls.from_file(find_tokenizer_json(identifier, revision, token), threads)
+        return cls.from_file(find_tokenizer_json(identifier, revision, token), threads, prefix_cache)
 
     @staticmethod
     def _load(load: Any, source: Any) -> tokenizers.Tokenizer:
@@ -188,9 +212,10 @@ class Tokenizer:
                 raise
             raise LoptError(f"not a valid tokenizer.json: {_one_line(str(err))}") from None
 
-    def _adopt(self, hf: tokenizers.Tokenizer, threads: Optional[int]) -> None:
+    def _adopt(self, hf: tokenizers.Tokenizer, threads: Optional[int], prefix_cache: Any) -> None:
         if threads is not None and (not isinstance(threads, int) or threads < 1):
             raise LoptError(f"threads must be a positive integer, not {threads!r}")
+        self._prefix_cache = prefix_cache_bytes(prefix_cache)
         self._hf = hf
         self._threads = threads
         self._lock = threading.Lock()
@@ -202,7 +227,7 @@ class Tokenizer:
         """(Re)builds the native core from the inner tokenizer (caller holds ``_lock`` or owns
         the object)."""
         threads = self._threads if self._threads is not None else default_threads()
-        core = _lopt.Core.from_str(self._hf.to_str(), threads)
+        core = _lopt.Core.from_str(self._hf.to_str(), threads, self._prefix_cache)
         reason = core.sequential_reason
         if reason is not None and not self._warned:
             self._warned = True
@@ -495,13 +520,13 @@ class Tokenizer:
         return self._hf.__getstate__()
 
     def __setstate__(self, state: bytes) -> None:
-        self._adopt(tokenizers.Tokenizer.from_buffer(bytes(state)), None)
+        self._adopt(tokenizers.Tokenizer.from_buffer(bytes(state)), None, 0)
 
     def __reduce__(self) -> Any:
-        return (_restore, (self.__getstate__(), self._threads, self.encode_special_tokens))
+        return (_restore, (self.__getstate__(), self._threads, self.encode_special_tokens, self._prefix_cache))
 
     def __deepcopy__(self, memo: Any) -> "Tokenizer":
-        return _restore(self.__getstate__(), self._threads, self.encode_special_tokens)
+        return _restore(self.__getstate__(), self._threads, self.encode_special_tokens, self._prefix_cache)
 
     def __copy__(self) -> "Tokenizer":
         return self.__deepcopy__({})
@@ -523,6 +548,18 @@ class Tokenizer:
         """Why this tokenizer's texts are encoded whole (``None`` when lopt cuts them)."""
         return self._live().sequential_reason
 
+    def prefix_cache_stats(self) -> Optional[dict]:
+        """The prefix cache's counters (``None`` when ``prefix_cache`` is off): ``hits`` and
+        ``misses`` (texts that did or did not reuse a cached prefix), ``bytes_reused`` and
+        ``bytes_encoded`` (text bytes whose tokens were reused or encoded), ``bytes_held``,
+        ``entries`` (texts held now) and ``capacity`` (the bound in bytes)."""
+        return self._live().prefix_cache_stats()
+
+    @property
+    def prefix_cache(self) -> int:
+        """The prefix cache's bound in bytes (0: off)."""
+        return self._prefix_cache
+
     @property
     def backend(self) -> tokenizers.Tokenizer:
         """The inner ``tokenizers.Tokenizer`` (read it; change settings through this object)."""
@@ -532,7 +569,9 @@ class Tokenizer:
         return f"lopt.Tokenizer(engine={self.engine!r}, threads={self.threads})"
 
 
-def _restore(state: bytes, threads: Optional[int], encode_special_tokens: bool) -> Tokenizer:
+def _restore(state: bytes, threads: Optional[int], encode_special_tokens: bool, prefix_cache: int = 0) -> Tokenizer:
+    """Unpickles (and deep-copies): same definition, settings and threads; the prefix cache, if
+    any, starts empty with the same bound."""
     hf = tokenizers.Tokenizer.from_buffer(bytes(state))
     hf.encode_special_tokens = encode_special_tokens
-    return Tokenizer(hf, threads)
+    return Tokenizer(hf, threads, prefix_cache)

@@ -419,7 +419,7 @@ def accelerate(tok, **options):
     text); encoding runs on all cores and releases the GIL. `tok._tokenizer` and
     `tok.backend_tokenizer` stay the real `tokenizers.Tokenizer` outside encoding, so vLLM's
     `DecodeStream.step(tok._tokenizer, id)` and anything else that needs the real object keep
-    working. `options` go to `lopt.Tokenizer.from_str` (e.g. `threads=4`). Calling it again
+    working. `options` go to `lopt.Tokenizer.from_str` (e.g. `threads=4`, `prefix_cache="256MiB"`). Calling it again
     rebuilds lopt's copy (needed only after editing `tok.backend_tokenizer` directly).
 
     # Errors
