@@ -106,6 +106,45 @@ fn encode_with_equals_hf_with_the_same_settings() {
     }
 }
 
+/// Ids-only mode (`encode_ids`, `encode_batch_ids`) gives HF's `get_ids()` for every fixture,
+/// thread and chunk setting and option set, single and batch, with and without special tokens.
+#[test]
+fn encode_ids_equals_hf_ids() {
+    let texts = texts();
+    for (name, path) in lopt_tests::available_fixtures() {
+        let tokenizers = [
+            TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
+            TokenizerBuilder::new().threads(3).chunk_size(97).min_parallel_bytes(0).build_from_file(&path).unwrap(),
+        ];
+        // Truncating calls finish a full encoding (the test above covers them all): one of them
+        // here, with every padding setting, the file's own settings and special tokens on and off.
+        let mut sets: Vec<EncodeOptions> = option_sets("<pad>", 7)
+            .into_iter()
+            .filter(|o| o.truncation_params().is_none_or(|t| t.max_length == 100 && o.padding_params().is_none()))
+            .collect();
+        sets.push(tokenizers[0].options().clone());
+        for tokenizer in &tokenizers {
+            for options in &sets {
+                let hf = reference(tokenizer, options);
+                let add = options.add_special_tokens_enabled();
+                for text in &texts {
+                    let want = hf.encode(text.as_str(), add).unwrap().get_ids().to_vec();
+                    let got = tokenizer.encode_ids(text, options).unwrap();
+                    assert!(got == want, "{name} {options:?} on {:?}", lopt_tests::truncate(text, 80));
+                }
+                let want: Vec<Vec<u32>> = hf
+                    .encode_batch(texts.iter().map(String::as_str).collect(), add)
+                    .unwrap()
+                    .iter()
+                    .map(|e| e.get_ids().to_vec())
+                    .collect();
+                let got = tokenizer.encode_batch_ids(&texts, options).unwrap();
+                assert!(got == want, "{name} {options:?} batch");
+            }
+        }
+    }
+}
+
 /// `encode` uses the tokenizer.json's own settings; `options()` returns them.
 #[test]
 fn options_are_the_files_settings() {

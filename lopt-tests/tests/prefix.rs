@@ -42,12 +42,19 @@ fn tokenizers() -> &'static [(&'static str, Vec<Tokenizer>)] {
     })
 }
 
+/// Checks the full encoding and the ids-only mode of `text`. Which of the two runs first (and so
+/// meets the cache as the previous step left it, rather than holding this very text) alternates
+/// with the text's length, so that both reuse partial prefixes.
 fn check(name: &str, tokenizer: &Tokenizer, text: &str, step: &str) {
+    let ids_first = text.len() % 2 == 0;
+    let ids_before = ids_first.then(|| tokenizer.encode_ids(text, tokenizer.options()).unwrap());
     let got = tokenizer.encode(text, true).unwrap();
+    let ids = ids_before.unwrap_or_else(|| tokenizer.encode_ids(text, tokenizer.options()).unwrap());
     let want = tokenizer.encode_sequential(text, true).unwrap();
     if let Some(diff) = got.first_difference(&want) {
         panic!("{name}: {step}: {diff} (text {} bytes: {:?})", text.len(), truncate(text, 400));
     }
+    assert!(ids == want.ids(), "{name}: {step}: ids-only mode (ids first: {ids_first})");
 }
 
 /// The chat-template pieces of each fixture family (plain text where it has none).
@@ -169,9 +176,11 @@ fn batches_and_threads_share_the_cache() {
             })
             .collect();
         let got = tokenizer.encode_batch(&texts, true).unwrap();
-        for (text, encoding) in texts.iter().zip(&got) {
+        let ids = tokenizer.encode_batch_ids(&texts, tokenizer.options()).unwrap();
+        for ((text, encoding), ids) in texts.iter().zip(&got).zip(&ids) {
             let want = tokenizer.encode_sequential(text, true).unwrap();
             assert_eq!(encoding.first_difference(&want), None, "{name}: batch");
+            assert!(ids == want.ids(), "{name}: batch, ids-only mode");
         }
         std::thread::scope(|scope| {
             for t in 0..3 {
@@ -220,6 +229,8 @@ fn truncation_and_padding_apply_to_the_whole() {
                     let want: lopt::Encoding =
                         hf.encode(text.as_str(), options.add_special_tokens_enabled()).unwrap().into();
                     assert_eq!(got.first_difference(&want), None, "{name}: {options:?} round {round}");
+                    let ids = tokenizer.encode_ids(&text, options).unwrap();
+                    assert!(ids == want.ids(), "{name}: {options:?} round {round}: ids-only mode");
                 }
             }
         }

@@ -72,6 +72,11 @@ impl Encoding {
         &self.ids
     }
 
+    /// The token ids, taking them out of the encoding (no copy).
+    pub fn into_ids(self) -> Vec<u32> {
+        self.ids
+    }
+
     /// Type (segment) ids.
     pub fn type_ids(&self) -> &[u32] {
         &self.type_ids

@@ -29,6 +29,9 @@ use crate::error::{catch_panic, Error, ErrorKind, Result};
 use crate::merge::{assemble, assemble_parts, merge, Layout, Part, Run, Trim};
 use crate::options::Settings;
 
+/// Special tokens of a template with their type ids, `(id, type_id)`.
+type Specials<'a> = &'a [(u32, u32)];
+
 /// Finishes merged encodings for one tokenizer.
 pub(crate) struct Finisher {
     hf: Arc<tokenizers::Tokenizer>,
@@ -159,6 +162,63 @@ impl Finisher {
             encoding.set_tokens(all);
         }
         Ok(encoding)
+    }
+
+    /// Whether [`finish_ids`](Self::finish_ids) finishes texts under `settings`: the own path
+    /// without truncation (which needs the word ids, and its overflow the other columns). Other
+    /// calls finish a full [`Encoding`] and keep its ids.
+    pub(crate) fn finishes_ids(&self, settings: Settings<'_>) -> bool {
+        self.own.is_some() && settings.truncation.is_none()
+    }
+
+    /// The ids of [`finish`](Self::finish) for the ids of a text's segments, in order: the
+    /// template's special tokens around them, padded alone as HF pads one encoding. Only called
+    /// when [`finishes_ids`](Self::finishes_ids) holds (else the text is returned unprocessed).
+    pub(crate) fn finish_ids(&self, mut segments: Vec<Vec<u32>>, settings: Settings<'_>) -> Vec<u32> {
+        let prefix = self.layout_ids(settings).0;
+        if segments.len() == 1 && prefix.is_empty() {
+            // The common short text: its one vector becomes the result, nothing is copied.
+            let mut ids = segments.pop().unwrap_or_default();
+            self.close_ids(&mut ids, settings);
+            return ids;
+        }
+        let slices: Vec<&[u32]> = segments.iter().map(Vec::as_slice).collect();
+        self.finish_ids_slices(&slices, settings)
+    }
+
+    /// [`finish_ids`](Self::finish_ids) for a text whose tokens are `runs` (a cached prefix and
+    /// the newly encoded rest): only their ids are read.
+    pub(crate) fn finish_ids_runs(&self, runs: &[Run<'_>], settings: Settings<'_>) -> Vec<u32> {
+        let slices: Vec<&[u32]> = runs.iter().map(|r| &r.segment.ids[..r.len]).collect();
+        self.finish_ids_slices(&slices, settings)
+    }
+
+    fn finish_ids_slices(&self, slices: &[&[u32]], settings: Settings<'_>) -> Vec<u32> {
+        let (prefix, suffix) = self.layout_ids(settings);
+        let text: usize = slices.iter().map(|s| s.len()).sum();
+        let mut ids = Vec::with_capacity(prefix.len() + text + suffix.len());
+        ids.extend(prefix.iter().map(|&(id, _)| id));
+        for slice in slices {
+            ids.extend_from_slice(slice);
+        }
+        self.close_ids(&mut ids, settings);
+        ids
+    }
+
+    /// Appends the template's closing special tokens, then pads.
+    fn close_ids(&self, ids: &mut Vec<u32>, settings: Settings<'_>) {
+        ids.extend(self.layout_ids(settings).1.iter().map(|&(id, _)| id));
+        if let Some(padding) = settings.padding {
+            pad_ids(std::slice::from_mut(ids), padding);
+        }
+    }
+
+    /// The special tokens before and after the text on the own path.
+    fn layout_ids(&self, settings: Settings<'_>) -> (Specials<'_>, Specials<'_>) {
+        match &self.own {
+            Some(own) if settings.add_special_tokens => (&own.prefix, &own.suffix),
+            _ => (&[], &[]),
+        }
     }
 
     /// Where the text goes between the template's special tokens, and how offsets are trimmed.
@@ -334,18 +394,39 @@ impl Finisher {
 /// overflowing parts, to the longest of `encodings` (or the fixed length), rounded up to
 /// `pad_to_multiple_of`.
 pub(crate) fn pad(encodings: &mut [Encoding], params: &PaddingParams) {
+    let length = padded_length(encodings.iter().map(Encoding::len), params);
+    for encoding in encodings {
+        encoding.pad(length, params);
+    }
+}
+
+/// [`pad`] for ids alone: the ids HF's padding gives (no overflowing parts: ids-only mode does
+/// not truncate itself).
+pub(crate) fn pad_ids(all: &mut [Vec<u32>], params: &PaddingParams) {
+    let length = padded_length(all.iter().map(Vec::len), params);
+    for ids in all {
+        let Some(missing) = length.checked_sub(ids.len()).filter(|&m| m > 0) else { continue };
+        let padding = std::iter::repeat_n(params.pad_id, missing);
+        if matches!(params.direction, tokenizers::PaddingDirection::Left) {
+            ids.splice(0..0, padding);
+        } else {
+            ids.extend(padding);
+        }
+    }
+}
+
+/// The length HF pads to: the fixed size or the longest, rounded up to `pad_to_multiple_of`.
+fn padded_length(lengths: impl Iterator<Item = usize>, params: &PaddingParams) -> usize {
     let mut length = match params.strategy {
         PaddingStrategy::Fixed(size) => size,
-        PaddingStrategy::BatchLongest => encodings.iter().map(Encoding::len).max().unwrap_or(0),
+        PaddingStrategy::BatchLongest => lengths.max().unwrap_or(0),
     };
     if let Some(multiple) = params.pad_to_multiple_of.filter(|&m| m > 0) {
         if length % multiple > 0 {
             length += multiple - length % multiple;
         }
     }
-    for encoding in encodings {
-        encoding.pad(length, params);
-    }
+    length
 }
 
 /// Reduces the steps to [`Own`]: at most one template and one trimming step (offset trimming

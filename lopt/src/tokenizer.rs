@@ -19,7 +19,7 @@ use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{catch_panic, one_line, Error, ErrorKind, Result};
 use crate::merge::Run;
 use crate::options::{EncodeOptions, Settings};
-use crate::post::{pad, Finisher};
+use crate::post::{pad, pad_ids, Finisher};
 use crate::prefix::{CachedRun, PrefixCache, PrefixCacheStats};
 use crate::spelling::canonicalize;
 use crate::split::plan;
@@ -312,6 +312,52 @@ impl Tokenizer {
         self.encode_batch_settings(texts, options.settings())
     }
 
+    /// The token ids of [`encode_with`](Self::encode_with), computing nothing else: no offsets,
+    /// word ids, masks or token strings (for servers and data pipelines that only feed a model).
+    /// Special tokens, truncation and padding apply exactly as in HF, so the result equals
+    /// `tokenizers::Tokenizer::encode(text, ..).get_ids()` with `options`' settings. Calls that
+    /// truncate, or tokenizers whose post-processor only HF's path handles, compute the full
+    /// encoding and keep its ids (truncation needs the word ids).
+    ///
+    /// # Errors
+    /// As [`encode_with`](Self::encode_with).
+    pub fn encode_ids(&self, text: &str, options: &EncodeOptions) -> Result<Vec<u32>> {
+        self.check_options(options)?;
+        self.encode_ids_settings(text, options.settings())
+    }
+
+    /// The token ids of [`encode_batch_with`](Self::encode_batch_with), as
+    /// [`encode_ids`](Self::encode_ids) computes them (padding to the batch's longest included).
+    ///
+    /// # Errors
+    /// As [`encode_with`](Self::encode_with); the first failure is returned.
+    pub fn encode_batch_ids<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        options: &EncodeOptions,
+    ) -> Result<Vec<Vec<u32>>> {
+        self.check_options(options)?;
+        let settings = options.settings();
+        if !self.finisher.finishes_ids(settings) {
+            return Ok(self.encode_batch_settings(texts, settings)?.into_iter().map(Encoding::into_ids).collect());
+        }
+        let encode = |t: &str, r: &std::ops::Range<usize>| self.engine.encode_ids(&t[r.clone()], r.start > 0);
+        let finish = |_: &[usize], segments: Vec<Vec<u32>>| Ok(self.finisher.finish_ids(segments, settings));
+        let mut all = if self.prefix.is_some() && texts.iter().any(|t| self.uses_prefix_cache(t.as_ref())) {
+            self.encode_batch_cached(
+                texts,
+                |plain| self.encode_batch_plain(plain, encode, finish),
+                |text| self.encode_ids_settings(text, settings),
+            )?
+        } else {
+            self.encode_batch_plain(texts, encode, finish)?
+        };
+        if let Some(padding) = settings.padding {
+            pad_ids(&mut all, padding);
+        }
+        Ok(all)
+    }
+
     /// The settings of the `tokenizer.json` (its truncation and padding, special tokens added):
     /// what [`encode`](Self::encode) uses, and a starting point for [`encode_with`](Self::encode_with).
     pub fn options(&self) -> &EncodeOptions {
@@ -332,10 +378,39 @@ impl Tokenizer {
     }
 
     fn encode_settings(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
-        if self.prefix.is_some() && self.uses_prefix_cache(text) {
-            return self.encode_cached(text, settings);
+        if self.uses_prefix_cache(text) {
+            let finish = |runs: &[Run<'_>]| {
+                let tokens: usize = runs.iter().map(|r| r.len).sum();
+                // Large runs are written in pieces so that every thread gets a share of the copy.
+                let piece = tokens.div_ceil(self.threads * 4).max(16 * 1024);
+                if tokens > piece {
+                    self.pool.install(|| self.finisher.finish_runs(runs, settings, piece))
+                } else {
+                    self.finisher.finish_runs(runs, settings, piece)
+                }
+            };
+            if let Some(encoding) = self.encode_cached(text, finish)? {
+                return Ok(encoding);
+            }
         }
         self.encode_uncached(text, settings)
+    }
+
+    /// [`encode_ids`](Self::encode_ids) after the options are checked.
+    fn encode_ids_settings(&self, text: &str, settings: Settings<'_>) -> Result<Vec<u32>> {
+        if !self.finisher.finishes_ids(settings) {
+            return Ok(self.encode_settings(text, settings)?.into_ids());
+        }
+        if self.uses_prefix_cache(text) {
+            if let Some(ids) = self.encode_cached(text, |runs| Ok(self.finisher.finish_ids_runs(runs, settings)))? {
+                return Ok(ids);
+            }
+        }
+        self.encode_plain(
+            text,
+            |t, r| self.engine.encode_ids(&t[r.clone()], r.start > 0),
+            |_, segments| Ok(self.finisher.finish_ids(segments, settings)),
+        )
     }
 
     /// Encodes the segment `text[range]`: a continuation when it follows a cut, and, when cuts
@@ -365,11 +440,12 @@ impl Tokenizer {
     }
 
     /// Encodes `text` reusing the longest cached prefix, then caches its raw tokens. Only the
-    /// part after the reused cut is planned and encoded (in parallel when it is long); the whole
-    /// is post-processed as in [`encode_settings`](Self::encode_settings).
-    fn encode_cached(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
+    /// part after the reused cut is planned and encoded (in parallel when it is long); `finish`
+    /// turns the whole text's tokens into the result (the full encoding or its ids), post-processing
+    /// the whole as without a cache. `None` when the cache cannot serve the text.
+    fn encode_cached<T>(&self, text: &str, finish: impl FnOnce(&[Run<'_>]) -> Result<T>) -> Result<Option<T>> {
         let (Some(store), Some(rule)) = (self.prefix.as_ref().and_then(PrefixCache::store), &self.rule) else {
-            return self.encode_uncached(text, settings);
+            return Ok(None);
         };
         let reuse = store.lookup(text, rule);
         let runs: Vec<CachedRun> = match &reuse {
@@ -402,35 +478,44 @@ impl Tokenizer {
             }
         };
         let borrowed: Vec<Run<'_>> = runs.iter().map(CachedRun::run).collect();
-        let tokens: usize = borrowed.iter().map(|r| r.len).sum();
-        // Large runs are written in pieces so that every thread gets a share of the copy.
-        let piece = tokens.div_ceil(self.threads * 4).max(16 * 1024);
-        let encoding = if tokens > piece {
-            self.pool.install(|| self.finisher.finish_runs(&borrowed, settings, piece))
-        } else {
-            self.finisher.finish_runs(&borrowed, settings, piece)
-        }?;
+        let finished = finish(&borrowed)?;
         drop(borrowed);
         if !reuse.as_ref().is_some_and(|r| r.is_whole(text)) {
             store.insert(text, runs, reuse.as_ref().map(|r| &r.entry));
         }
-        Ok(encoding)
+        Ok(Some(finished))
     }
 
     /// [`encode_settings`](Self::encode_settings) without the prefix cache.
     fn encode_uncached(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
+        self.encode_plain(
+            text,
+            |t, r| self.encode_range(t, r),
+            |starts, segments| self.finisher.finish(starts, segments, settings),
+        )
+    }
+
+    /// Cuts `text`, encodes its segments with `encode` (in parallel on the pool when there are
+    /// several) and joins them with `finish` (given each segment's start): the one shape of an
+    /// uncached encode, for full encodings and for ids.
+    fn encode_plain<P: Send, T: Send>(
+        &self,
+        text: &str,
+        encode: impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync,
+        finish: impl FnOnce(&[usize], Vec<P>) -> Result<T> + Send,
+    ) -> Result<T> {
         let cuts = self.cut_points(text);
         if cuts.is_empty() {
             // A short text is encoded and finished on the calling thread: waking a pool thread
             // and waiting for it costs more than encoding a few kilobytes.
-            let segment = self.engine.encode_segment(text)?;
-            return self.finisher.finish(&[0], vec![segment], settings);
+            let segment = encode(text, &(0..text.len()))?;
+            return finish(&[0], vec![segment]);
         }
         let starts = starts(cuts);
         let ranges = ranges(&starts, text.len());
         self.pool.install(|| {
-            let segments = ranges.par_iter().map(|r| self.encode_range(text, r)).collect::<Result<Vec<_>>>()?;
-            self.finisher.finish(&starts, segments, settings)
+            let segments = ranges.par_iter().map(|r| encode(text, r)).collect::<Result<Vec<_>>>()?;
+            finish(&starts, segments)
         })
     }
 
@@ -444,10 +529,16 @@ impl Tokenizer {
         texts: &[S],
         settings: Settings<'_>,
     ) -> Result<Vec<Encoding>> {
+        let encode = |t: &str, r: &std::ops::Range<usize>| self.encode_range(t, r);
+        let finish = |starts: &[usize], segments: Vec<Segment>| self.finisher.finish(starts, segments, settings);
         let mut encodings = if self.prefix.is_some() && texts.iter().any(|t| self.uses_prefix_cache(t.as_ref())) {
-            self.encode_batch_cached(texts, settings)?
+            self.encode_batch_cached(
+                texts,
+                |plain| self.encode_batch_plain(plain, encode, finish),
+                |text| self.encode_settings(text, settings),
+            )?
         } else {
-            self.encode_batch_plain(texts, settings)?
+            self.encode_batch_plain(texts, encode, finish)?
         };
         if let Some(padding) = settings.padding {
             // HF pads each encoding alone, then the batch together (`BatchLongest`).
@@ -456,49 +547,75 @@ impl Tokenizer {
         Ok(encodings)
     }
 
-    /// A batch with a prefix cache: the texts that use it one after the other in order (each in
-    /// parallel; a later text may reuse an earlier one), the others together as without a cache.
-    fn encode_batch_cached<S: AsRef<str> + Sync>(&self, texts: &[S], settings: Settings<'_>) -> Result<Vec<Encoding>> {
-        let (cached, plain): (Vec<usize>, Vec<usize>) =
+    /// A batch with a prefix cache: the texts that use it one after the other in order with
+    /// `cached` (each in parallel; a later text may reuse an earlier one), the others together
+    /// with `plain`, as without a cache.
+    fn encode_batch_cached<S: AsRef<str> + Sync, T>(
+        &self,
+        texts: &[S],
+        plain: impl FnOnce(&[&str]) -> Result<Vec<T>>,
+        cached: impl Fn(&str) -> Result<T>,
+    ) -> Result<Vec<T>> {
+        let (cached_texts, plain_texts): (Vec<usize>, Vec<usize>) =
             (0..texts.len()).partition(|&i| self.uses_prefix_cache(texts[i].as_ref()));
-        let plain_texts: Vec<&str> = plain.iter().map(|&i| texts[i].as_ref()).collect();
-        let mut encodings: Vec<Option<Encoding>> = vec![None; texts.len()];
-        for (i, encoding) in plain.into_iter().zip(self.encode_batch_plain(&plain_texts, settings)?) {
-            encodings[i] = Some(encoding);
+        let plain_strs: Vec<&str> = plain_texts.iter().map(|&i| texts[i].as_ref()).collect();
+        let mut results: Vec<Option<T>> = std::iter::repeat_with(|| None).take(texts.len()).collect();
+        for (i, result) in plain_texts.into_iter().zip(plain(&plain_strs)?) {
+            results[i] = Some(result);
         }
-        for i in cached {
-            encodings[i] = Some(self.encode_cached(texts[i].as_ref(), settings)?);
+        for i in cached_texts {
+            results[i] = Some(cached(texts[i].as_ref())?);
         }
-        encodings
-            .into_iter()
-            .map(|e| e.ok_or_else(|| Error::new(ErrorKind::Encode, "internal: a text of the batch was not encoded")))
-            .collect()
+        all_encoded(results)
     }
 
-    /// A batch without the prefix cache, before the batch-wide padding.
-    fn encode_batch_plain<S: AsRef<str> + Sync>(&self, texts: &[S], settings: Settings<'_>) -> Result<Vec<Encoding>> {
+    /// A batch without the prefix cache, before the batch-wide padding: segments encoded with
+    /// `encode` and each text joined with `finish`, as in [`encode_plain`](Self::encode_plain).
+    fn encode_batch_plain<S, P, T>(
+        &self,
+        texts: &[S],
+        encode: impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync,
+        finish: impl Fn(&[usize], Vec<P>) -> Result<T> + Sync,
+    ) -> Result<Vec<T>>
+    where
+        S: AsRef<str> + Sync,
+        P: Send,
+        T: Send,
+    {
         let plans: Vec<Vec<usize>> = texts.iter().map(|t| self.cut_points(t.as_ref())).collect();
         let total: usize = texts.iter().map(|t| t.as_ref().len()).sum();
         if plans.iter().all(Vec::is_empty) && (total < self.min_parallel_bytes || texts.len() < 2) {
             // Short work: on the calling thread, like `encode` of a short text.
-            texts.iter().map(|t| self.encode_uncached(t.as_ref(), settings)).collect()
+            texts
+                .iter()
+                .map(|t| {
+                    let text = t.as_ref();
+                    finish(&[0], vec![encode(text, &(0..text.len()))?])
+                })
+                .collect()
         } else {
-            self.pool.install(|| self.encode_batch_on_pool(texts, plans, settings))
+            self.pool.install(|| self.encode_batch_on_pool(texts, plans, &encode, &finish))
         }
     }
 
     /// One task list for the whole batch: a short text is one task that encodes and finishes it
     /// on the worker that took it (rayon hands each worker a run of them); a long text gives one
     /// task per segment, and is finished once all its segments are done.
-    fn encode_batch_on_pool<S: AsRef<str> + Sync>(
+    fn encode_batch_on_pool<S, P, T>(
         &self,
         texts: &[S],
         plans: Vec<Vec<usize>>,
-        settings: Settings<'_>,
-    ) -> Result<Vec<Encoding>> {
-        enum Done {
-            Whole(Encoding),
-            Part(Segment),
+        encode: &(impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync),
+        finish: &(impl Fn(&[usize], Vec<P>) -> Result<T> + Sync),
+    ) -> Result<Vec<T>>
+    where
+        S: AsRef<str> + Sync,
+        P: Send,
+        T: Send,
+    {
+        enum Done<P, T> {
+            Whole(T),
+            Part(P),
         }
         let mut long = Vec::new();
         let mut tasks: Vec<(usize, std::ops::Range<usize>, bool)> = Vec::with_capacity(texts.len());
@@ -515,22 +632,22 @@ impl Tokenizer {
         let mut done = tasks
             .into_par_iter()
             .map(|(doc, range, whole)| {
-                let segment = self.encode_range(texts[doc].as_ref(), &range)?;
+                let segment = encode(texts[doc].as_ref(), &range)?;
                 if whole {
-                    self.finisher.finish(&[0], vec![segment], settings).map(Done::Whole)
+                    finish(&[0], vec![segment]).map(Done::Whole)
                 } else {
                     Ok(Done::Part(segment))
                 }
             })
-            .collect::<Result<Vec<Done>>>()?
+            .collect::<Result<Vec<Done<P, T>>>>()?
             .into_iter();
-        let mut encodings: Vec<Option<Encoding>> = Vec::with_capacity(texts.len());
+        let mut results: Vec<Option<T>> = Vec::with_capacity(texts.len());
         let mut pending = Vec::with_capacity(long.len());
         let mut long = long.into_iter().peekable();
         for doc in 0..texts.len() {
             match long.next_if(|(d, _)| *d == doc) {
                 Some((_, starts)) => {
-                    let segments = (&mut done)
+                    let segments: Vec<P> = (&mut done)
                         .take(starts.len())
                         .filter_map(|d| match d {
                             Done::Part(segment) => Some(segment),
@@ -538,25 +655,22 @@ impl Tokenizer {
                         })
                         .collect();
                     pending.push((doc, starts, segments));
-                    encodings.push(None);
+                    results.push(None);
                 }
-                None => encodings.push(match done.next() {
-                    Some(Done::Whole(encoding)) => Some(encoding),
+                None => results.push(match done.next() {
+                    Some(Done::Whole(result)) => Some(result),
                     _ => None,
                 }),
             }
         }
         let finished = pending
             .into_par_iter()
-            .map(|(doc, starts, segments)| self.finisher.finish(&starts, segments, settings).map(|e| (doc, e)))
+            .map(|(doc, starts, segments)| finish(&starts, segments).map(|e| (doc, e)))
             .collect::<Result<Vec<_>>>()?;
-        for (doc, encoding) in finished {
-            encodings[doc] = Some(encoding);
+        for (doc, result) in finished {
+            results[doc] = Some(result);
         }
-        encodings
-            .into_iter()
-            .map(|e| e.ok_or_else(|| Error::new(ErrorKind::Encode, "internal: a text of the batch was not encoded")))
-            .collect()
+        all_encoded(results)
     }
 
     /// The reference: HF `tokenizers`' sequential `encode`, on the calling thread.
@@ -636,6 +750,14 @@ fn check_options(finisher: &Finisher, options: &EncodeOptions) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// The results of a batch, every one present (a missing one is an internal error, not a panic).
+fn all_encoded<T>(results: Vec<Option<T>>) -> Result<Vec<T>> {
+    results
+        .into_iter()
+        .map(|e| e.ok_or_else(|| Error::new(ErrorKind::Encode, "internal: a text of the batch was not encoded")))
+        .collect()
 }
 
 /// The start of each segment: 0, then the cuts.

@@ -27,6 +27,10 @@ impl Engine for Guarded {
         catch_panic(self.0.name(), || self.0.encode_continuation(segment))
     }
 
+    fn encode_ids(&self, segment: &str, continuation: bool) -> Result<Vec<u32>> {
+        catch_panic(self.0.name(), || self.0.encode_ids(segment, continuation))
+    }
+
     fn encodes_continuations(&self) -> bool {
         self.0.encodes_continuations()
     }

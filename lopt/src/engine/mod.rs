@@ -86,6 +86,17 @@ pub(crate) trait Engine: Send + Sync {
         self.encode_segment(segment)
     }
 
+    /// The ids of [`Engine::encode_segment`] (or of [`Engine::encode_continuation`] when
+    /// `continuation`), for callers that need nothing else: engines that can skip the offset and
+    /// word-id columns override it.
+    ///
+    /// # Errors
+    /// As [`Engine::encode_segment`].
+    fn encode_ids(&self, segment: &str, continuation: bool) -> Result<Vec<u32>> {
+        let encoded = if continuation { self.encode_continuation(segment)? } else { self.encode_segment(segment)? };
+        Ok(encoded.ids)
+    }
+
     /// Whether [`Engine::encode_continuation`] leaves the prefix out (the HF pipeline cannot).
     fn encodes_continuations(&self) -> bool {
         false

@@ -243,6 +243,8 @@ struct Run<'a> {
     ids: Vec<u32>,
     /// The same as `(id, end within the word)`.
     tokens: Vec<(u32, u32)>,
+    /// Whether offsets and word ids are written (not in ids-only mode).
+    full: bool,
 }
 
 /// The pre-tokens of a piece of `text` that starts at `base`, into the run.
@@ -260,9 +262,22 @@ impl pretok::Sink for Words<'_, '_, '_> {
 }
 
 /// Appends the tokens `(id, end within the word)` of the word at `start` in `text`; `splits`:
-/// some token ends inside a character (only then are identity offsets widened).
+/// some token ends inside a character (only then are identity offsets widened). Without `full`
+/// only the ids are written (ids-only mode: the other columns stay empty).
 #[inline(always)]
-fn push_tokens(segment: &mut Segment, text: Text<'_>, start: usize, tokens: &[(u32, u32)], splits: bool, word: u32) {
+fn push_tokens(
+    segment: &mut Segment,
+    text: Text<'_>,
+    start: usize,
+    tokens: &[(u32, u32)],
+    splits: bool,
+    word: u32,
+    full: bool,
+) {
+    if !full {
+        segment.ids.extend(tokens.iter().map(|&(id, _)| id));
+        return;
+    }
     let mut pos = start;
     if text.aligned.is_none() && !splits {
         for &(id, end) in tokens {
@@ -283,17 +298,27 @@ fn push_tokens(segment: &mut Segment, text: Text<'_>, start: usize, tokens: &[(u
     }
 }
 
-/// Appends the tokens of a cached word `start..end`.
+/// Appends the tokens of a cached word `start..end` (only its ids without `full`).
 #[inline(always)]
-fn push_hit(segment: &mut Segment, text: Text<'_>, start: usize, end: usize, hit: Hit<'_>, splits: bool, word: u32) {
+fn push_hit(
+    segment: &mut Segment,
+    text: Text<'_>,
+    (start, end): (usize, usize),
+    hit: Hit<'_>,
+    splits: bool,
+    word: u32,
+    full: bool,
+) {
     match hit {
         Hit::One(id) => {
             // One token covers the word, whose ends are character boundaries.
             segment.ids.push(id);
-            segment.offsets.push(if text.aligned.is_none() { (start, end) } else { text.original(start, end) });
-            segment.word_ids.push(word);
+            if full {
+                segment.offsets.push(if text.aligned.is_none() { (start, end) } else { text.original(start, end) });
+                segment.word_ids.push(word);
+            }
         }
-        Hit::Many(tokens) => push_tokens(segment, text, start, tokens, splits, word),
+        Hit::Many(tokens) => push_tokens(segment, text, start, tokens, splits, word, full),
     }
 }
 
@@ -301,8 +326,10 @@ impl Run<'_> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
         let word = self.segment.words;
         self.segment.ids.push(id);
-        self.segment.offsets.push(offsets);
-        self.segment.word_ids.push(word);
+        if self.full {
+            self.segment.offsets.push(offsets);
+            self.segment.word_ids.push(word);
+        }
         self.segment.added_words.push(word);
         self.segment.words += 1;
     }
@@ -328,12 +355,12 @@ impl Run<'_> {
         self.segment.words += 1;
         if bytes.len() > cache::MAX_LEN {
             self.merge(bytes);
-            push_tokens(&mut self.segment, text, start, &self.tokens, true, word);
+            push_tokens(&mut self.segment, text, start, &self.tokens, true, word, self.full);
             return;
         }
         let key = cache::key(text.str.as_bytes(), start, end);
         if let Some((hit, splits)) = self.cache.get(key, bytes) {
-            push_hit(&mut self.segment, text, start, end, hit, splits, word);
+            push_hit(&mut self.segment, text, (start, end), hit, splits, word, self.full);
             return;
         }
         let engine = self.engine;
@@ -349,12 +376,12 @@ impl Run<'_> {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, bytes.len() as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
             }
-            push_hit(&mut self.segment, text, start, end, hit, splits, word);
+            push_hit(&mut self.segment, text, (start, end), hit, splits, word, self.full);
             return;
         }
         self.merge(bytes);
         self.cache.insert(key, bytes, &self.tokens);
-        push_tokens(&mut self.segment, text, start, &self.tokens, true, word);
+        push_tokens(&mut self.segment, text, start, &self.tokens, true, word, self.full);
     }
 
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
@@ -493,6 +520,18 @@ impl Engine for BpeEngine {
     }
 
     fn encode_segment(&self, segment: &str) -> Result<Segment> {
+        Ok(self.encode(segment, true))
+    }
+
+    fn encode_ids(&self, segment: &str, _continuation: bool) -> Result<Vec<u32>> {
+        Ok(self.encode(segment, false).ids)
+    }
+}
+
+impl BpeEngine {
+    /// Encodes a segment; without `full`, only its ids (the offset and word-id columns, a third
+    /// of the engine's writes, stay empty).
+    fn encode(&self, segment: &str, full: bool) -> Segment {
         let mut pieces: Vec<(Option<u32>, usize, usize)> = Vec::new();
         self.added.split_raw(segment, &mut |id, s, e| pieces.push((id, s, e)));
         // Ranges that the normalizer changes, normalized up front so that the cache can borrow
@@ -522,11 +561,14 @@ impl Engine for BpeEngine {
             cache,
             ids: Vec::new(),
             tokens: Vec::new(),
+            full,
         };
         let capacity = segment.len() / 3;
         run.segment.ids.reserve(capacity);
-        run.segment.offsets.reserve(capacity);
-        run.segment.word_ids.reserve(capacity);
+        if full {
+            run.segment.offsets.reserve(capacity);
+            run.segment.word_ids.reserve(capacity);
+        }
         let raw = Text { str: segment, aligned: None };
         let mut next_normalized = normalized.iter().peekable();
         for (k, &(id, start, end)) in pieces.iter().enumerate() {
@@ -542,7 +584,7 @@ impl Engine for BpeEngine {
         if let Ok(mut pool) = self.caches.lock() {
             pool.push(run.cache);
         }
-        Ok(run.segment)
+        run.segment
     }
 }
 
