@@ -196,7 +196,7 @@ def run_cell(method, threads, path, name, docs_file, batch=0):
         default = os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt"))
         binary = os.environ.get("LOPT_BASE_BIN", default) if method == "lopt-base" else default
         cmd = [binary, "bench", "--tokenizer", path,
-               "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--ids", docs_file]
+               "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--print-ids", docs_file]
         if batch:
             cmd[-1:-1] = ["--batch", str(batch)]
     else:

@@ -119,8 +119,11 @@ pub struct BenchArgs {
     #[arg(long)]
     pub no_special_tokens: bool,
     /// Also print the ids of every timed document (for exactness checks by peer harnesses)
-    #[arg(long, hide = true)]
-    pub ids: bool,
+    #[arg(long, alias = "ids", hide = true)]
+    pub print_ids: bool,
+    /// Time the ids-only mode (`encode_ids`: no offsets, word ids or masks are computed)
+    #[arg(long)]
+    pub ids_only: bool,
     /// Encode the timed documents N at a time with `encode_batch` (one call per batch) instead
     /// of one `encode` call each
     #[arg(long, value_name = "N", value_parser = positive)]

@@ -5,7 +5,8 @@
 //! per-document encode times. A file of one document times that document after its warm-up.
 //! Besides the totals it reports the median and 90th percentile of the per-call times, which is
 //! what a server sees for short prompts. With `--batch N` a call is one `encode_batch` of `N`
-//! documents.
+//! documents. With `--ids-only` the calls are `encode_ids` / `encode_batch_ids` (the ids of the
+//! same encodings, nothing else computed).
 
 use std::io::Write;
 use std::time::Instant;
@@ -31,6 +32,8 @@ struct BenchResult<'a> {
     p90_us: f64,
     engine: &'a str,
     threads: usize,
+    /// Whether the ids-only mode was timed.
+    ids_only: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     ids: Option<Vec<Vec<u32>>>,
     /// The prefix cache's counters (`--prefix-cache`), warm-up included.
@@ -61,33 +64,52 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let tokenizer = &loaded.tokenizer;
     source::note_sequential(tokenizer);
     let special = !args.no_special_tokens;
-    std::hint::black_box(tokenizer.encode(&first.text, special)?);
+    let options = tokenizer.options().clone().add_special_tokens(special);
+    if args.ids_only {
+        std::hint::black_box(tokenizer.encode_ids(&first.text, &options)?);
+    } else {
+        std::hint::black_box(tokenizer.encode(&first.text, special)?);
+    }
     let timed = if documents.len() > 1 { &documents[1..] } else { &documents[..] };
     let (mut bytes, mut tokens) = (0, 0);
     let mut calls = Vec::with_capacity(timed.len());
-    let mut ids = args.ids.then(Vec::new);
-    let mut record = |encoding: &lopt::Encoding, text: &str| {
+    let mut ids = args.print_ids.then(Vec::new);
+    let mut record = |encoded: &[u32], text: &str| {
         if let Some(ids) = &mut ids {
-            ids.push(encoding.ids().to_vec());
+            ids.push(encoded.to_vec());
         }
         bytes += text.len();
-        tokens += encoding.len();
+        tokens += encoded.len();
     };
     for batch in timed.chunks(args.batch.unwrap_or(1)) {
         if args.batch.is_some() {
             let texts: Vec<&str> = batch.iter().map(|d| d.text.as_str()).collect();
             let start = Instant::now();
-            let encodings = std::hint::black_box(tokenizer.encode_batch(&texts, special)?);
-            calls.push(start.elapsed().as_secs_f64());
-            for (encoding, text) in encodings.iter().zip(&texts) {
-                record(encoding, text);
+            if args.ids_only {
+                let all = std::hint::black_box(tokenizer.encode_batch_ids(&texts, &options)?);
+                calls.push(start.elapsed().as_secs_f64());
+                for (encoded, text) in all.iter().zip(&texts) {
+                    record(encoded, text);
+                }
+            } else {
+                let encodings = std::hint::black_box(tokenizer.encode_batch(&texts, special)?);
+                calls.push(start.elapsed().as_secs_f64());
+                for (encoding, text) in encodings.iter().zip(&texts) {
+                    record(encoding.ids(), text);
+                }
             }
         } else {
             for doc in batch {
                 let start = Instant::now();
-                let encoding = std::hint::black_box(tokenizer.encode(&doc.text, special)?);
-                calls.push(start.elapsed().as_secs_f64());
-                record(&encoding, &doc.text);
+                if args.ids_only {
+                    let encoded = std::hint::black_box(tokenizer.encode_ids(&doc.text, &options)?);
+                    calls.push(start.elapsed().as_secs_f64());
+                    record(&encoded, &doc.text);
+                } else {
+                    let encoding = std::hint::black_box(tokenizer.encode(&doc.text, special)?);
+                    calls.push(start.elapsed().as_secs_f64());
+                    record(encoding.ids(), &doc.text);
+                }
             }
         }
     }
@@ -105,6 +127,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         p90_us: quantile(0.9),
         engine: tokenizer.engine_name(),
         threads: tokenizer.threads(),
+        ids_only: args.ids_only,
         ids,
         prefix_cache: tokenizer.prefix_cache_stats().map(|s| CacheStats {
             hits: s.hits,

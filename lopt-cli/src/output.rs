@@ -50,13 +50,24 @@ impl Output {
     /// # Errors
     /// When the output cannot be written.
     pub fn write(&mut self, id: Option<&Value>, encoding: &lopt::Encoding) -> Result<()> {
-        let record = Record {
+        self.record(&Record {
             id,
             input_ids: encoding.ids(),
             attention_mask: encoding.attention_mask(),
             offsets: self.offsets.then(|| encoding.offsets()),
-        };
-        serde_json::to_writer(&mut self.writer, &record)
+        })
+    }
+
+    /// Writes the ids of an unpadded encoding as one line (its attention mask is all ones).
+    ///
+    /// # Errors
+    /// When the output cannot be written.
+    pub fn write_ids(&mut self, id: Option<&Value>, ids: &[u32]) -> Result<()> {
+        self.record(&Record { id, input_ids: ids, attention_mask: &vec![1; ids.len()], offsets: None })
+    }
+
+    fn record(&mut self, record: &Record<'_>) -> Result<()> {
+        serde_json::to_writer(&mut self.writer, record)
             .map_err(std::io::Error::from)
             .and_then(|()| self.writer.write_all(b"\n"))
             .with_context(|| format!("cannot write output {}", self.name))

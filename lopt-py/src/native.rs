@@ -72,6 +72,44 @@ impl Core {
         })
     }
 
+    /// The ids of one text with the call's options, ids-only mode, GIL released.
+    fn run_ids(
+        &self,
+        py: Python<'_>,
+        text: &str,
+        add_special_tokens: bool,
+        options: Option<&Options>,
+    ) -> PyResult<Vec<u32>> {
+        py.detach(|| {
+            guarded(|| match options {
+                Some(options) => self.tokenizer.encode_ids(text, options.get(add_special_tokens)),
+                None => {
+                    let own = self.tokenizer.options().clone().add_special_tokens(add_special_tokens);
+                    self.tokenizer.encode_ids(text, &own)
+                }
+            })
+        })
+    }
+
+    /// The ids of a batch with the call's options, ids-only mode, GIL released.
+    fn run_batch_ids(
+        &self,
+        py: Python<'_>,
+        texts: &[&str],
+        add_special_tokens: bool,
+        options: Option<&Options>,
+    ) -> PyResult<Vec<Vec<u32>>> {
+        py.detach(|| {
+            guarded(|| match options {
+                Some(options) => self.tokenizer.encode_batch_ids(texts, options.get(add_special_tokens)),
+                None => {
+                    let own = self.tokenizer.options().clone().add_special_tokens(add_special_tokens);
+                    self.tokenizer.encode_batch_ids(texts, &own)
+                }
+            })
+        })
+    }
+
     /// Encodes a batch with the call's options, GIL released.
     fn run_batch(
         &self,
@@ -187,8 +225,8 @@ impl Core {
         add_special_tokens: bool,
         options: Option<&Bound<'py, Options>>,
     ) -> PyResult<Bound<'py, PyByteArray>> {
-        let encoding = self.run(py, text.to_str()?, add_special_tokens, options.map(Bound::get))?;
-        bytearray(py, encoding.ids().iter().copied(), u32::to_ne_bytes)
+        let ids = self.run_ids(py, text.to_str()?, add_special_tokens, options.map(Bound::get))?;
+        bytearray(py, ids.into_iter(), u32::to_ne_bytes)
     }
 
     /// The ids of many texts, concatenated, as native-endian `uint32` bytes, and the `int64`
@@ -204,19 +242,15 @@ impl Core {
         options: Option<&Bound<'py, Options>>,
     ) -> PyResult<Option<(Bound<'py, PyByteArray>, Bound<'py, PyByteArray>)>> {
         let Some(texts) = strings(texts)? else { return Ok(None) };
-        let encodings = self.run_batch(py, &views(&texts)?, add_special_tokens, options.map(Bound::get))?;
-        let mut rows = Vec::with_capacity(encodings.len() + 1);
+        let all = self.run_batch_ids(py, &views(&texts)?, add_special_tokens, options.map(Bound::get))?;
+        let mut rows = Vec::with_capacity(all.len() + 1);
         rows.push(0i64);
         let mut total = 0usize;
-        for encoding in &encodings {
-            total += encoding.len();
+        for ids in &all {
+            total += ids.len();
             rows.push(i64::try_from(total).unwrap_or(i64::MAX));
         }
-        let ids = bytearray(
-            py,
-            encodings.iter().flat_map(|e| e.ids().iter().copied()).collect::<Vec<_>>().into_iter(),
-            u32::to_ne_bytes,
-        )?;
+        let ids = bytearray(py, all.concat().into_iter(), u32::to_ne_bytes)?;
         let rows = bytearray(py, rows.into_iter(), i64::to_ne_bytes)?;
         Ok(Some((ids, rows)))
     }
