@@ -176,6 +176,43 @@ fn character_pairs_match_hf() {
     for_each_fixture(|name, native, chunked| check(name, "pairs", native, chunked, &text));
 }
 
+/// The inputs of `scripts/make_pathological.py`, shorter: long single pre-tokens (one letter,
+/// spaces, other runs) go through the backtracking search of long words, around its threshold
+/// (128 bytes) and far above it; random digits, base64 and a CJK run through the usual paths.
+#[test]
+fn pathological_inputs_match_hf() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = |alphabet: &[u8], len: usize| -> String {
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                char::from(alphabet[(state % alphabet.len() as u64) as usize])
+            })
+            .collect()
+    };
+    let base64 = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    for (label, unit) in [("letter", "a"), ("spaces", " "), ("dashes", "-"), ("newlines", "\n"), ("x", "x")] {
+        for len in [127, 128, 129, 300, 20_000] {
+            inputs.push((format!("{label} x{len}"), unit.repeat(len)));
+        }
+    }
+    inputs.push(("spaces then word".into(), format!("{}word", " ".repeat(5000))));
+    inputs.push(("one cjk".into(), "中".repeat(5000)));
+    inputs.push(("digits".into(), random(b"0123456789", 20_000)));
+    inputs.push(("base64".into(), random(base64, 20_000)));
+    inputs.push(("ab letters".into(), random(b"ab", 20_000)));
+    inputs.push(("abc letters".into(), random(b"abc", 5_000)));
+    inputs.push(("whitespace mix".into(), random(b" \t", 5_000)));
+    for_each_fixture(|name, native, chunked| {
+        for (label, text) in &inputs {
+            check(name, label, native, chunked, text);
+        }
+    });
+}
+
 #[test]
 fn engine_choice_is_reported() {
     for_each_fixture(|name, _, _| {

@@ -64,7 +64,7 @@ pub(crate) struct BpeEngine {
     /// cache misses. Built on a background thread so that loading does not wait for it (about as
     /// long as the rest of the build); until it is there, words are merged as without it, which
     /// gives the same tokens. `LOPT_SEED=sync` builds it before `new` returns, `LOPT_SEED=off`
-    /// never (measurements).
+    /// never (measurements). The same thread (or `sync`) then builds the model's long-word search.
     seed: Arc<OnceLock<SeedCache>>,
     /// Pre-token caches, one lent to each running `encode_segment` (see [`cache`]).
     caches: Mutex<Vec<WordCache>>,
@@ -106,12 +106,15 @@ impl BpeEngine {
             Ok("off") => {}
             Ok("sync") => {
                 let _ = seed.set(model.seed_cache());
+                model.long_search();
             }
             _ => {
                 let (model, seed) = (Arc::clone(&model), Arc::clone(&seed));
                 // Without a thread the engine simply runs unseeded.
                 let _ = std::thread::Builder::new().name("lopt-bpe-seed".into()).spawn(move || {
                     let _ = seed.set(model.seed_cache());
+                    // The long-word search too, so that the first long pre-token does not wait.
+                    model.long_search();
                 });
             }
         }

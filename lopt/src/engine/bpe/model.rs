@@ -5,9 +5,10 @@
 //! rank, the leftmost one among equal ranks; a popped candidate is applied only while its pair is
 //! still there (checked through the merged id). Because a symbol only ever grows, the pair at a
 //! position never comes back once it changed, so this is the textbook rule "merge the
-//! lowest-ranked adjacent pair, leftmost first, until none is left", which both algorithms here
-//! implement: a quadratic scan on the stack for short pre-tokens and the heap over a linked list
-//! for long ones (the unit tests check them against each other). Multi-byte characters whose own
+//! lowest-ranked adjacent pair, leftmost first, until none is left", which the merge core shared
+//! with the SentencePiece engine implements (`engine/merge_core.rs`); pre-tokens of
+//! [`LONG_MIN`] bytes or more go to a linear-time search with the same output
+//! ([`backtrack`]). Multi-byte characters whose own
 //! merges provably come first start merged ([`premerge`], argued there and checked against BPE
 //! from bytes on the real vocabularies), which divides the work on CJK text by about three.
 //!
@@ -17,12 +18,16 @@
 //! ([`MergeMap`]: true of every real vocabulary), no continuing-subword prefix or end-of-word
 //! suffix, no dropout. `ignore_merges` looks the whole pre-token up first, as HF does.
 
-use std::collections::{BinaryHeap, HashMap};
+mod backtrack;
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
 use super::cache::{SeedCache, SEED_MAX_LEN};
 use super::table::{MergeMap, NO_RANK};
+use crate::engine::merge_core;
 
 /// GPT-2's `bytes_to_unicode`: the printable character that stands for each byte.
 pub(crate) fn byte_to_char() -> [char; 256] {
@@ -70,22 +75,23 @@ pub(crate) struct BpeModel {
     ignore_merges: bool,
     /// Per BMP code point: the packed [`Premerge`] entry, 0 when the character starts as bytes.
     premerge: Vec<u64>,
+    /// The linear-time search for pre-tokens of [`LONG_MIN`] bytes or more, built on first use
+    /// (`None` when the merge ranks do not allow it; such words keep the heap merge).
+    long: OnceLock<Option<backtrack::Backtrack>>,
 }
 
 /// Reusable buffers of one encoding call.
 #[derive(Default)]
 pub(crate) struct Scratch {
     symbols: Vec<u32>,
-    ids: Vec<u32>,
-    ranks: Vec<u32>,
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    heap: BinaryHeap<std::cmp::Reverse<u64>>,
+    merge: merge_core::Scratch,
+    long: backtrack::Scratch,
 }
 
-/// Above this many bytes a pre-token is merged with the heap rather than by scanning (at most
-/// 255: the scan links symbols with `u8` indices).
-const SCAN_LIMIT: usize = 32;
+/// Pre-tokens of at least this many bytes are encoded by the backtracking search, whose cost
+/// is linear in their length, rather than by the heap merge (O(n log n), and slower per merge
+/// once its arrays outgrow the caches).
+const LONG_MIN: usize = 128;
 
 impl BpeModel {
     /// Builds the model from `tokenizer.json`'s `model` object.
@@ -162,7 +168,8 @@ impl BpeModel {
         // A repeated pair keeps its last rank, as HF's map does.
         let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
         let ignore_merges = model["ignore_merges"].as_bool().unwrap_or(false);
-        let mut model = BpeModel { byte_ids, merges, vocab, token_len, ignore_merges, premerge: Vec::new() };
+        let mut model =
+            BpeModel { byte_ids, merges, vocab, token_len, ignore_merges, premerge: Vec::new(), long: OnceLock::new() };
         model.premerge = premerge::table(&model);
         Ok(model)
     }
@@ -189,16 +196,17 @@ impl BpeModel {
         SeedCache::new(words.len(), words.iter().map(|&(word, from, n)| (word, &tokens[from..from + n])))
     }
 
+    /// The backtracking search of long pre-tokens, built now if it is not yet (a background
+    /// thread calls this after building the seed cache, so that the first long word does not
+    /// wait for it).
+    pub(crate) fn long_search(&self) -> Option<&backtrack::Backtrack> {
+        self.long.get_or_init(|| backtrack::Backtrack::new(self)).as_ref()
+    }
+
     /// Byte length of the model token `id` (0 for an id that is not the model's).
     #[inline]
     pub(crate) fn token_len(&self, id: u32) -> usize {
         self.token_len.get(id as usize).map_or(0, |&l| l as usize)
-    }
-
-    /// The rank of the merge of two adjacent ids, or [`NO_RANK`].
-    #[inline(always)]
-    fn pair(&self, a: u32, b: u32) -> u32 {
-        self.merges.rank(a, b)
     }
 
     /// Appends the ids of the pre-token `word` (its raw bytes) to `out`.
@@ -217,16 +225,17 @@ impl BpeModel {
                 return;
             }
         }
-        let symbols = &mut scratch.symbols;
+        if word.len() >= LONG_MIN {
+            if let Some(search) = self.long_search() {
+                if search.encode(self, word, &mut scratch.long, out) {
+                    return;
+                }
+            }
+        }
+        let Scratch { symbols, merge, .. } = scratch;
         symbols.clear();
         self.initial_symbols(word, symbols);
-        if symbols.len() <= SCAN_LIMIT {
-            self.merge_scan(symbols, out);
-        } else {
-            let symbols = std::mem::take(&mut scratch.symbols);
-            self.merge_heap(&symbols, scratch, out);
-            scratch.symbols = symbols;
-        }
+        merge_core::merge(&self.merges, symbols, merge, |id, _| out.push(id));
     }
 
     /// The symbols BPE starts from: one per byte, except that a character whose isolated merges
@@ -273,122 +282,6 @@ impl BpeModel {
             let end = (i + len).min(n);
             symbols.extend(word[i..end].iter().map(|&b| self.byte_ids[usize::from(b)]));
             i = end;
-        }
-    }
-
-    /// Quadratic merge for short pre-tokens, on the stack: the rank of the pair starting at each
-    /// live symbol, a linked list of live symbols, and a scan for the minimum per merge (no heap,
-    /// no shifting).
-    fn merge_scan(&self, symbols: &[u32], out: &mut Vec<u32>) {
-        let n = symbols.len();
-        debug_assert!((1..=SCAN_LIMIT).contains(&n));
-        let mut ids = [0u32; SCAN_LIMIT];
-        let mut ranks = [NO_RANK; SCAN_LIMIT];
-        // The id each candidate pair merges into, read with its rank (one table slot).
-        let mut merged = [0u32; SCAN_LIMIT];
-        let mut next = [0u8; SCAN_LIMIT];
-        let mut prev = [0u8; SCAN_LIMIT];
-        for (i, &id) in symbols.iter().enumerate() {
-            ids[i] = id;
-            next[i] = (i + 1) as u8;
-            prev[i] = i.wrapping_sub(1) as u8;
-        }
-        for i in 0..n - 1 {
-            (ranks[i], merged[i]) = self.merges.get(ids[i], ids[i + 1]);
-        }
-        let end = n as u8;
-        loop {
-            let mut best = NO_RANK;
-            let mut at = 0;
-            // Dead symbols and the last one hold NO_RANK; strictly lower keeps the leftmost of
-            // equal ranks.
-            for (k, &r) in ranks[..n].iter().enumerate() {
-                if r < best {
-                    best = r;
-                    at = k;
-                }
-            }
-            if best == NO_RANK {
-                break;
-            }
-            let right = usize::from(next[at]);
-            ids[at] = merged[at];
-            ranks[right] = NO_RANK;
-            let after = next[right];
-            next[at] = after;
-            if after != end {
-                prev[usize::from(after)] = at as u8;
-                (ranks[at], merged[at]) = self.merges.get(ids[at], ids[usize::from(after)]);
-            } else {
-                ranks[at] = NO_RANK;
-            }
-            if at > 0 {
-                let before = usize::from(prev[at]);
-                (ranks[before], merged[before]) = self.merges.get(ids[before], ids[at]);
-            }
-        }
-        let mut i = 0;
-        while i != n {
-            out.push(ids[i]);
-            i = usize::from(next[i]);
-        }
-    }
-
-    /// HF's algorithm: candidates `(rank, position)` in a min-heap over a linked list of symbols;
-    /// a candidate is stale when its left symbol is gone or its pair has changed since.
-    fn merge_heap(&self, symbols: &[u32], scratch: &mut Scratch, out: &mut Vec<u32>) {
-        let n = symbols.len();
-        let Scratch { ids, ranks, next, prev, heap, .. } = scratch;
-        ids.clear();
-        ids.extend_from_slice(symbols);
-        next.clear();
-        next.extend((1..=n as u32).map(|i| if (i as usize) < n { i } else { u32::MAX }));
-        prev.clear();
-        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
-        // ranks[i]: the rank of the pair currently starting at symbol i, NO_RANK if none; a dead
-        // symbol gets NO_RANK too, which makes its stale candidates fail the check below.
-        ranks.clear();
-        ranks.extend((0..n).map(|i| if i + 1 < n { self.pair(ids[i], ids[i + 1]) } else { NO_RANK }));
-        heap.clear();
-        for (i, &r) in ranks.iter().enumerate() {
-            if r != NO_RANK {
-                heap.push(std::cmp::Reverse(u64::from(r) << 32 | i as u64));
-            }
-        }
-        while let Some(std::cmp::Reverse(top)) = heap.pop() {
-            let pos = (top & 0xffff_ffff) as usize;
-            let rank = (top >> 32) as u32;
-            let current = ranks[pos];
-            if current == NO_RANK || current != rank {
-                continue;
-            }
-            let right = next[pos] as usize;
-            ids[pos] = self.merges.merged(current);
-            // Unlink the right symbol.
-            let after = next[right];
-            next[pos] = after;
-            if after != u32::MAX {
-                prev[after as usize] = pos as u32;
-            }
-            ranks[right] = NO_RANK;
-            ids[right] = u32::MAX;
-            ranks[pos] = if after != u32::MAX { self.pair(ids[pos], ids[after as usize]) } else { NO_RANK };
-            if ranks[pos] != NO_RANK {
-                heap.push(std::cmp::Reverse(u64::from(ranks[pos]) << 32 | pos as u64));
-            }
-            let before = prev[pos];
-            if before != u32::MAX {
-                let b = before as usize;
-                ranks[b] = self.pair(ids[b], ids[pos]);
-                if ranks[b] != NO_RANK {
-                    heap.push(std::cmp::Reverse(u64::from(ranks[b]) << 32 | b as u64));
-                }
-            }
-        }
-        let mut i = 0usize;
-        while i != u32::MAX as usize {
-            out.push(ids[i]);
-            i = next[i] as usize;
         }
     }
 }
@@ -558,23 +451,6 @@ mod tests {
         BpeModel::from_json(&model).unwrap()
     }
 
-    #[test]
-    fn scan_and_heap_agree() {
-        let model = toy();
-        let mut scratch = Scratch::default();
-        let mut state = 7u64;
-        for _ in 0..5000 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let len = 2 + (state >> 60) as usize * 2;
-            let word: Vec<u8> = (0..len).map(|k| if (state >> (k % 48)) & 1 == 0 { b'a' } else { b'b' }).collect();
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            let symbols: Vec<u32> = word.iter().map(|&b| model.byte_ids[usize::from(b)]).collect();
-            model.merge_scan(&symbols, &mut a);
-            model.merge_heap(&symbols, &mut scratch, &mut b);
-            assert_eq!(a, b, "{:?}", String::from_utf8_lossy(&word));
-        }
-    }
-
     /// Premerged characters change no token: real vocabularies, random words of BMP characters
     /// (CJK, Latin, Cyrillic, Hangul, punctuation) mixed with ASCII, against BPE from bytes.
     #[test]
@@ -624,7 +500,7 @@ mod tests {
                 if model.ignore_merges && model.vocab.contains_key(word.as_bytes()) {
                     continue;
                 }
-                model.merge_heap(&raw, &mut scratch, &mut expected);
+                merge_core::merge_heap(&model.merges, &raw, &mut scratch.merge, |id, _| expected.push(id));
                 assert_eq!(got, expected, "{name}: {word:?}");
             }
         }

@@ -3,9 +3,8 @@
 //!
 //! HF starts from one symbol per character (the character's token, or with `byte_fallback` one
 //! `<0xXX>` token per byte of a character the vocabulary lacks) and merges the lowest-ranked
-//! adjacent pair, leftmost among equal ranks, until none is left (the rule `engine/bpe/model.rs`
-//! argues for HF's heap). Here the same rule runs as a quadratic scan for short sub-pieces and a
-//! heap over a linked list for long ones; the unit tests check them against each other.
+//! adjacent pair, leftmost among equal ranks, until none is left: the merge core shared with the
+//! byte-level engine (`engine/merge_core.rs`, which argues the rule for HF's heap).
 //!
 //! Each symbol carries its end as a byte position in the raw text (relative to the sub-piece): a
 //! character's token ends where the raw character ends, the `k`-th byte token of a character ends
@@ -18,14 +17,12 @@
 //! `fuse_unk` never applies), no dropout, no subword prefix or suffix, no `ignore_merges`, ids
 //! and ranks that fit the packed merge table.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::engine::bpe::table::{MergeMap, U64Map, NO_RANK};
-
-/// Sub-pieces up to this many symbols are merged by scanning (at most 255: `u8` links).
-const SCAN_LIMIT: usize = 32;
+use crate::engine::bpe::table::{MergeMap, U64Map};
+use crate::engine::merge_core;
 
 /// The model: how characters start and how symbols merge.
 pub(crate) struct SpmModel {
@@ -43,10 +40,7 @@ pub(crate) struct SpmModel {
 pub(crate) struct Scratch {
     ids: Vec<u32>,
     ends: Vec<u32>,
-    ranks: Vec<u32>,
-    next: Vec<u32>,
-    prev: Vec<u32>,
-    heap: BinaryHeap<std::cmp::Reverse<u64>>,
+    merge: merge_core::Scratch,
 }
 
 impl SpmModel {
@@ -152,127 +146,13 @@ impl SpmModel {
         scratch.ends.push(end);
     }
 
-    /// Merges the symbols pushed since the last call and appends the tokens `(id, end)` to `out`.
+    /// Merges the symbols pushed since the last call and appends the tokens `(id, end)` to `out`
+    /// (a merged token ends where its last symbol ends).
     pub(crate) fn merge(&self, scratch: &mut Scratch, out: &mut Vec<(u32, u32)>) {
-        let n = scratch.ids.len();
-        if n <= SCAN_LIMIT {
-            self.merge_scan(scratch, out);
-        } else {
-            self.merge_heap(scratch, out);
-        }
-        scratch.ids.clear();
-        scratch.ends.clear();
-    }
-
-    /// Quadratic merge on the stack: the rank of the pair at each live symbol, a linked list of
-    /// live symbols, a scan for the lowest rank (strictly lower keeps the leftmost).
-    fn merge_scan(&self, scratch: &Scratch, out: &mut Vec<(u32, u32)>) {
-        let n = scratch.ids.len();
-        if n == 0 {
-            return;
-        }
-        let mut ids = [0u32; SCAN_LIMIT];
-        let mut ends = [0u32; SCAN_LIMIT];
-        let mut ranks = [NO_RANK; SCAN_LIMIT];
-        let mut merged = [0u32; SCAN_LIMIT];
-        let mut next = [0u8; SCAN_LIMIT];
-        let mut prev = [0u8; SCAN_LIMIT];
-        ids[..n].copy_from_slice(&scratch.ids);
-        ends[..n].copy_from_slice(&scratch.ends);
-        for i in 0..n {
-            next[i] = (i + 1) as u8;
-            prev[i] = i.wrapping_sub(1) as u8;
-        }
-        for i in 0..n - 1 {
-            (ranks[i], merged[i]) = self.merges.get(ids[i], ids[i + 1]);
-        }
-        let end = n as u8;
-        loop {
-            let mut best = NO_RANK;
-            let mut at = 0;
-            for (k, &r) in ranks[..n].iter().enumerate() {
-                if r < best {
-                    best = r;
-                    at = k;
-                }
-            }
-            if best == NO_RANK {
-                break;
-            }
-            let right = usize::from(next[at]);
-            ids[at] = merged[at];
-            ends[at] = ends[right];
-            ranks[right] = NO_RANK;
-            let after = next[right];
-            next[at] = after;
-            if after != end {
-                prev[usize::from(after)] = at as u8;
-                (ranks[at], merged[at]) = self.merges.get(ids[at], ids[usize::from(after)]);
-            } else {
-                ranks[at] = NO_RANK;
-            }
-            if at > 0 {
-                let before = usize::from(prev[at]);
-                (ranks[before], merged[before]) = self.merges.get(ids[before], ids[at]);
-            }
-        }
-        let mut i = 0;
-        while i != n {
-            out.push((ids[i], ends[i]));
-            i = usize::from(next[i]);
-        }
-    }
-
-    /// HF's algorithm: candidates `(rank, position)` in a min-heap over a linked list; a
-    /// candidate is stale when its pair's rank has changed since it was pushed.
-    fn merge_heap(&self, scratch: &mut Scratch, out: &mut Vec<(u32, u32)>) {
-        let n = scratch.ids.len();
-        let Scratch { ids, ends, ranks, next, prev, heap } = scratch;
-        next.clear();
-        next.extend((1..=n as u32).map(|i| if (i as usize) < n { i } else { u32::MAX }));
-        prev.clear();
-        prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
-        ranks.clear();
-        ranks.extend((0..n).map(|i| if i + 1 < n { self.merges.rank(ids[i], ids[i + 1]) } else { NO_RANK }));
-        heap.clear();
-        for (i, &r) in ranks.iter().enumerate() {
-            if r != NO_RANK {
-                heap.push(std::cmp::Reverse(u64::from(r) << 32 | i as u64));
-            }
-        }
-        while let Some(std::cmp::Reverse(top)) = heap.pop() {
-            let pos = (top & 0xffff_ffff) as usize;
-            let rank = (top >> 32) as u32;
-            if ranks[pos] == NO_RANK || ranks[pos] != rank {
-                continue;
-            }
-            let right = next[pos] as usize;
-            ids[pos] = self.merges.merged(rank);
-            ends[pos] = ends[right];
-            let after = next[right];
-            next[pos] = after;
-            if after != u32::MAX {
-                prev[after as usize] = pos as u32;
-            }
-            ranks[right] = NO_RANK;
-            ranks[pos] = if after != u32::MAX { self.merges.rank(ids[pos], ids[after as usize]) } else { NO_RANK };
-            if ranks[pos] != NO_RANK {
-                heap.push(std::cmp::Reverse(u64::from(ranks[pos]) << 32 | pos as u64));
-            }
-            let before = prev[pos];
-            if before != u32::MAX {
-                let b = before as usize;
-                ranks[b] = self.merges.rank(ids[b], ids[pos]);
-                if ranks[b] != NO_RANK {
-                    heap.push(std::cmp::Reverse(u64::from(ranks[b]) << 32 | b as u64));
-                }
-            }
-        }
-        let mut i = 0usize;
-        while i != u32::MAX as usize {
-            out.push((ids[i], ends[i]));
-            i = next[i] as usize;
-        }
+        let Scratch { ids, ends, merge } = scratch;
+        merge_core::merge(&self.merges, ids, merge, |id, last| out.push((id, ends[last])));
+        ids.clear();
+        ends.clear();
     }
 }
 
@@ -298,27 +178,6 @@ mod tests {
             "merges": merges.iter().map(|(a, b)| format!("{a} {b}")).collect::<Vec<_>>(),
         });
         SpmModel::from_json(&model).unwrap()
-    }
-
-    #[test]
-    fn scan_and_heap_agree() {
-        let model = toy();
-        let mut scratch = Scratch::default();
-        let mut state = 7u64;
-        for _ in 0..5000 {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let len = 2 + (state >> 60) as usize * 2;
-            let word: Vec<char> = (0..len).map(|k| if (state >> (k % 48)) & 1 == 0 { 'a' } else { 'b' }).collect();
-            let (mut a, mut b) = (Vec::new(), Vec::new());
-            for (k, &c) in word.iter().enumerate() {
-                model.push_char(c, k as u32 + 1, &mut scratch);
-            }
-            model.merge_scan(&scratch, &mut a);
-            model.merge_heap(&mut scratch, &mut b);
-            scratch.ids.clear();
-            scratch.ends.clear();
-            assert_eq!(a, b, "{word:?}");
-        }
     }
 
     #[test]

@@ -1,0 +1,205 @@
+//! The BPE merge loop shared by the byte-level engine (`engine/bpe`) and the SentencePiece-style
+//! one (`engine/spm`): symbols (token ids) in, the merged tokens out, by HF's rule.
+//!
+//! HF merges with a heap of candidate pairs and applies, repeatedly, the candidate with the lowest
+//! rank, the leftmost one among equal ranks; a popped candidate is applied only while its pair is
+//! still there. Because a symbol only ever grows, the pair at a position never comes back once it
+//! changed, so this is the textbook rule "merge the lowest-ranked adjacent pair, leftmost first,
+//! until none is left", which both loops here implement: a quadratic scan on the stack for up to
+//! [`SCAN_LIMIT`] symbols and the heap over a linked list above (the unit tests check them against
+//! each other).
+//!
+//! Each merged token is reported as `(id, last)`: its id and the index of the last input symbol
+//! it covers (the engines derive byte ends from it), in order.
+
+use std::collections::BinaryHeap;
+
+use crate::engine::bpe::table::{MergeMap, NO_RANK};
+
+/// Up to this many symbols are merged by scanning (at most 255: the scan links symbols with `u8`
+/// indices).
+pub(crate) const SCAN_LIMIT: usize = 32;
+
+/// Reusable buffers of the heap merge.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    ids: Vec<u32>,
+    ranks: Vec<u32>,
+    next: Vec<u32>,
+    prev: Vec<u32>,
+    heap: BinaryHeap<std::cmp::Reverse<u64>>,
+}
+
+/// Merges `symbols` and reports each token with [`emit`](self) as `(id, last)`.
+#[inline(always)]
+pub(crate) fn merge(merges: &MergeMap, symbols: &[u32], scratch: &mut Scratch, emit: impl FnMut(u32, usize)) {
+    if symbols.len() <= SCAN_LIMIT {
+        merge_scan(merges, symbols, emit);
+    } else {
+        merge_heap(merges, symbols, scratch, emit);
+    }
+}
+
+/// Quadratic merge for at most [`SCAN_LIMIT`] symbols, on the stack: the rank of the pair
+/// starting at each live symbol, a linked list of live symbols, and a scan for the minimum per
+/// merge (no heap, no shifting).
+#[inline(always)]
+pub(crate) fn merge_scan(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
+    let n = symbols.len().min(SCAN_LIMIT);
+    if n == 0 {
+        return;
+    }
+    let mut ids = [0u32; SCAN_LIMIT];
+    let mut ranks = [NO_RANK; SCAN_LIMIT];
+    // The id each candidate pair merges into, read with its rank (one table slot).
+    let mut merged = [0u32; SCAN_LIMIT];
+    let mut next = [0u8; SCAN_LIMIT];
+    let mut prev = [0u8; SCAN_LIMIT];
+    for (i, &id) in symbols[..n].iter().enumerate() {
+        ids[i] = id;
+        next[i] = (i + 1) as u8;
+        prev[i] = i.wrapping_sub(1) as u8;
+    }
+    for i in 0..n - 1 {
+        (ranks[i], merged[i]) = merges.get(ids[i], ids[i + 1]);
+    }
+    let end = n as u8;
+    loop {
+        let mut best = NO_RANK;
+        let mut at = 0;
+        // Dead symbols and the last one hold NO_RANK; strictly lower keeps the leftmost of
+        // equal ranks.
+        for (k, &r) in ranks[..n].iter().enumerate() {
+            if r < best {
+                best = r;
+                at = k;
+            }
+        }
+        if best == NO_RANK {
+            break;
+        }
+        let right = usize::from(next[at]);
+        ids[at] = merged[at];
+        ranks[right] = NO_RANK;
+        let after = next[right];
+        next[at] = after;
+        if after != end {
+            prev[usize::from(after)] = at as u8;
+            (ranks[at], merged[at]) = merges.get(ids[at], ids[usize::from(after)]);
+        } else {
+            ranks[at] = NO_RANK;
+        }
+        if at > 0 {
+            let before = usize::from(prev[at]);
+            (ranks[before], merged[before]) = merges.get(ids[before], ids[at]);
+        }
+    }
+    let mut i = 0;
+    while i != n {
+        let after = usize::from(next[i]);
+        emit(ids[i], after - 1);
+        i = after;
+    }
+}
+
+/// HF's algorithm: candidates `(rank, position)` in a min-heap over a linked list of symbols;
+/// a candidate is stale when its left symbol is gone or its pair has changed since (a dead
+/// symbol holds [`NO_RANK`]).
+pub(crate) fn merge_heap(merges: &MergeMap, symbols: &[u32], scratch: &mut Scratch, mut emit: impl FnMut(u32, usize)) {
+    let n = symbols.len();
+    if n == 0 {
+        return;
+    }
+    let Scratch { ids, ranks, next, prev, heap } = scratch;
+    ids.clear();
+    ids.extend_from_slice(symbols);
+    next.clear();
+    next.extend((1..=n as u32).map(|i| if (i as usize) < n { i } else { u32::MAX }));
+    prev.clear();
+    prev.extend((0..n as u32).map(|i| i.wrapping_sub(1)));
+    ranks.clear();
+    ranks.extend((0..n).map(|i| if i + 1 < n { merges.rank(ids[i], ids[i + 1]) } else { NO_RANK }));
+    heap.clear();
+    for (i, &r) in ranks.iter().enumerate() {
+        if r != NO_RANK {
+            heap.push(std::cmp::Reverse(u64::from(r) << 32 | i as u64));
+        }
+    }
+    while let Some(std::cmp::Reverse(top)) = heap.pop() {
+        let pos = (top & 0xffff_ffff) as usize;
+        let rank = (top >> 32) as u32;
+        if ranks[pos] == NO_RANK || ranks[pos] != rank {
+            continue;
+        }
+        let right = next[pos] as usize;
+        ids[pos] = merges.merged(rank);
+        let after = next[right];
+        next[pos] = after;
+        if after != u32::MAX {
+            prev[after as usize] = pos as u32;
+        }
+        ranks[right] = NO_RANK;
+        ranks[pos] = if after != u32::MAX { merges.rank(ids[pos], ids[after as usize]) } else { NO_RANK };
+        if ranks[pos] != NO_RANK {
+            heap.push(std::cmp::Reverse(u64::from(ranks[pos]) << 32 | pos as u64));
+        }
+        let before = prev[pos];
+        if before != u32::MAX {
+            let b = before as usize;
+            ranks[b] = merges.rank(ids[b], ids[pos]);
+            if ranks[b] != NO_RANK {
+                heap.push(std::cmp::Reverse(u64::from(ranks[b]) << 32 | b as u64));
+            }
+        }
+    }
+    let mut i = 0usize;
+    while i != u32::MAX as usize {
+        let after = next[i];
+        emit(ids[i], if after == u32::MAX { n - 1 } else { after as usize - 1 });
+        i = after as usize;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A toy merge table over the ids `a` = 0, `b` = 1 and their merges.
+    fn toy() -> MergeMap {
+        // aa=2, ba=3, aaa=4, ab=5, baaa=6, abab=7
+        MergeMap::new(&[(0, 0, 2), (1, 0, 3), (2, 0, 4), (0, 1, 5), (3, 2, 6), (5, 5, 7)]).unwrap()
+    }
+
+    fn run(merges: &MergeMap, symbols: &[u32], heap: bool) -> Vec<(u32, usize)> {
+        let mut out = Vec::new();
+        if heap {
+            merge_heap(merges, symbols, &mut Scratch::default(), |id, last| out.push((id, last)));
+        } else {
+            merge_scan(merges, symbols, |id, last| out.push((id, last)));
+        }
+        out
+    }
+
+    #[test]
+    fn scan_and_heap_agree() {
+        let merges = toy();
+        let mut state = 7u64;
+        for _ in 0..5000 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let len = 1 + (state >> 59) as usize;
+            let symbols: Vec<u32> = (0..len).map(|k| ((state >> (k % 48)) & 1) as u32).collect();
+            let scan = run(&merges, &symbols, false);
+            assert_eq!(scan, run(&merges, &symbols, true), "{symbols:?}");
+            // Every symbol is covered once, in order.
+            assert_eq!(scan.last().map(|&(_, last)| last), Some(len - 1));
+        }
+    }
+
+    #[test]
+    fn leftmost_of_equal_ranks() {
+        // a a a: (a, a) at 0 first, then (aa, a).
+        assert_eq!(run(&toy(), &[0, 0, 0], false), vec![(4, 2)]);
+        assert_eq!(run(&toy(), &[0, 0, 0], true), vec![(4, 2)]);
+        assert_eq!(run(&toy(), &[], true), vec![]);
+    }
+}
