@@ -10,7 +10,9 @@
 //! Each round builds fresh tokenizers (the cache starts empty) and runs the trace, timing lopt
 //! without the cache and with it on each prompt back to back (alternating which goes first);
 //! HF's sequential `encode` is timed on the first `--hf-rounds` rounds only (it takes ~100 times
-//! longer). Reported: medians over rounds, per turn, of the full `Encoding`.
+//! longer). Reported: medians over rounds, per turn, of the full `Encoding` and of the ids-only
+//! mode (`encode_ids`, its own cached tokenizer so that each sees every prompt once); the four
+//! lopt measurements of a prompt run back to back in rotating order.
 //!
 //! ```text
 //! cargo run --release -p lopt-bench --bin prefix -- --tokenizer qwen3 \
@@ -88,6 +90,8 @@ struct Timings {
     hf: Vec<Vec<f64>>,
     plain: Vec<Vec<f64>>,
     cached: Vec<Vec<f64>>,
+    plain_ids: Vec<Vec<f64>>,
+    cached_ids: Vec<Vec<f64>>,
     tokens: Vec<usize>,
     stats: Option<lopt::PrefixCacheStats>,
 }
@@ -98,6 +102,8 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
         hf: vec![Vec::new(); n],
         plain: vec![Vec::new(); n],
         cached: vec![Vec::new(); n],
+        plain_ids: vec![Vec::new(); n],
+        cached_ids: vec![Vec::new(); n],
         tokens: vec![0; n],
         stats: None,
     };
@@ -107,31 +113,37 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
         };
         let plain = build(0)?;
         let cached = build(args.cache_mib << 20)?;
-        // Warm both (pools, per-thread caches) on an unrelated text.
+        let cached_ids = build(args.cache_mib << 20)?;
+        let options = plain.options().clone();
         let warm = "warm up ".repeat(4096);
         plain.encode(&warm, true)?;
         cached.encode(&warm, true)?;
+        cached_ids.encode_ids(&warm, &options)?;
         for (i, prompt) in prompts.iter().enumerate() {
-            let time_plain = |t: &mut Timings| -> anyhow::Result<()> {
-                let (e, s) = seconds(|| Ok(std::hint::black_box(plain.encode(prompt, true)?)))?;
-                t.tokens[i] = e.len();
-                t.plain[i].push(s);
-                Ok(())
-            };
-            let time_cached = |t: &mut Timings| -> anyhow::Result<()> {
-                let (e, s) = seconds(|| Ok(std::hint::black_box(cached.encode(prompt, true)?)))?;
-                if round == 0 && e.ids() != plain.encode(prompt, true)?.ids() {
-                    bail!("cached and uncached encodings differ on prompt {i}");
+            let mut want: Option<Vec<u32>> = None;
+            for k in 0..4 {
+                match (round + i + k) % 4 {
+                    0 => {
+                        let (e, s) = seconds(|| Ok(std::hint::black_box(plain.encode(prompt, true)?)))?;
+                        t.tokens[i] = e.len();
+                        t.plain[i].push(s);
+                    }
+                    1 => {
+                        let (e, s) = seconds(|| Ok(std::hint::black_box(cached.encode(prompt, true)?)))?;
+                        t.cached[i].push(s);
+                        check(&mut want, e.ids(), round, i)?;
+                    }
+                    2 => {
+                        let (ids, s) = seconds(|| Ok(std::hint::black_box(plain.encode_ids(prompt, &options)?)))?;
+                        t.plain_ids[i].push(s);
+                        check(&mut want, &ids, round, i)?;
+                    }
+                    _ => {
+                        let (ids, s) = seconds(|| Ok(std::hint::black_box(cached_ids.encode_ids(prompt, &options)?)))?;
+                        t.cached_ids[i].push(s);
+                        check(&mut want, &ids, round, i)?;
+                    }
                 }
-                t.cached[i].push(s);
-                Ok(())
-            };
-            if (round + i) % 2 == 0 {
-                time_plain(&mut t)?;
-                time_cached(&mut t)?;
-            } else {
-                time_cached(&mut t)?;
-                time_plain(&mut t)?;
             }
             if round < args.hf_rounds {
                 let (_, s) = seconds(|| Ok(std::hint::black_box(plain.hf().encode(prompt.as_str(), true))))?;
@@ -143,6 +155,19 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
     Ok(t)
 }
 
+/// On the first round, checks that every lopt mode gives the same ids for prompt `i`.
+fn check(want: &mut Option<Vec<u32>>, ids: &[u32], round: usize, i: usize) -> anyhow::Result<()> {
+    if round > 0 {
+        return Ok(());
+    }
+    match want {
+        Some(want) if want.as_slice() != ids => bail!("lopt modes give different ids on prompt {i}"),
+        Some(_) => {}
+        None => *want = Some(ids.to_vec()),
+    }
+    Ok(())
+}
+
 fn ms(values: &[f64]) -> String {
     if values.is_empty() {
         return "-".into();
@@ -152,19 +177,27 @@ fn ms(values: &[f64]) -> String {
 
 fn report(title: &str, t: &Timings, rows: &[usize]) {
     println!("\n### {title}\n");
-    println!("| prompt | tokens | HF (ms) | lopt, no cache (ms) | lopt, cache (ms) | no cache / cache |");
-    println!("|---|---|---|---|---|---|");
+    println!(
+        "| prompt | tokens | HF (ms) | lopt, no cache (ms) | lopt, cache (ms) | no cache / cache | ids-only, no \
+         cache (ms) | ids-only, cache (ms) | no cache / cache |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
     for &i in rows {
         let plain = median(&mut t.plain[i].clone());
         let cached = median(&mut t.cached[i].clone());
+        let plain_ids = median(&mut t.plain_ids[i].clone());
+        let cached_ids = median(&mut t.cached_ids[i].clone());
         println!(
-            "| {} | {} | {} | {} | {} | {:.1}x |",
+            "| {} | {} | {} | {} | {} | {:.1}x | {} | {} | {:.1}x |",
             i + 1,
             t.tokens[i],
             ms(&t.hf[i]),
             ms(&t.plain[i]),
             ms(&t.cached[i]),
-            plain / cached
+            plain / cached,
+            ms(&t.plain_ids[i]),
+            ms(&t.cached_ids[i]),
+            plain_ids / cached_ids
         );
     }
     // Medians over all prompts but the first (the first is always a miss).
@@ -173,11 +206,15 @@ fn report(title: &str, t: &Timings, rows: &[usize]) {
         median(&mut per)
     };
     println!(
-        "\nmedian over prompts 2..{}: no cache {:.3} ms, cache {:.3} ms ({:.1}x); cache: {:?}",
+        "\nmedian over prompts 2..{}: no cache {:.3} ms, cache {:.3} ms ({:.1}x); ids-only: no cache {:.3} ms, \
+         cache {:.3} ms ({:.1}x); cache: {:?}",
         t.plain.len(),
         all(&t.plain) * 1e3,
         all(&t.cached) * 1e3,
         all(&t.plain) / all(&t.cached),
+        all(&t.plain_ids) * 1e3,
+        all(&t.cached_ids) * 1e3,
+        all(&t.plain_ids) / all(&t.cached_ids),
         t.stats
     );
 }
@@ -268,5 +305,9 @@ fn main() -> anyhow::Result<()> {
         .map(|i| median(&mut miss_t.cached[i].clone()) / median(&mut miss_t.plain[i].clone()))
         .collect();
     println!("\nmiss-only: median cache / no cache = {:.3}", median(&mut ratios));
+    let mut ratios: Vec<f64> = (0..misses.len())
+        .map(|i| median(&mut miss_t.cached_ids[i].clone()) / median(&mut miss_t.plain_ids[i].clone()))
+        .collect();
+    println!("miss-only, ids-only: median cache / no cache = {:.3}", median(&mut ratios));
     Ok(())
 }
