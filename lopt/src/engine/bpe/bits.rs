@@ -27,24 +27,36 @@ impl Kernel {
     /// The engine's kernel: [`Kernel::Scalar`] with the feature `scalar-pretok`, else the bulk one.
     pub(crate) const DEFAULT: Kernel = if cfg!(feature = "scalar-pretok") { Kernel::Scalar } else { Kernel::Bulk };
 
-    /// Bit `k` set iff byte `k` of `block` is an ASCII letter (`[A-Za-z]`, which is `\p{L}`
-    /// restricted to ASCII).
+    /// The masks of the ASCII upper-case (`[A-Z]`) and lower-case (`[a-z]`) letters of `block`.
+    /// Their union is `\p{L}` restricted to ASCII; `[A-Z]` is `\p{Lu}` there and `[a-z]` `\p{Ll}`.
     #[inline(always)]
-    pub(crate) fn letters(self, block: &[u8; BLOCK]) -> u64 {
+    pub(crate) fn cases(self, block: &[u8; BLOCK]) -> Cases {
         match self {
-            Kernel::Scalar => letters_scalar(block),
+            Kernel::Scalar => cases_scalar(block),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Bulk => letters_sse2(block),
+            Kernel::Bulk => cases_sse2(block),
             #[cfg(not(target_arch = "x86_64"))]
-            Kernel::Bulk => letters_swar(block),
+            Kernel::Bulk => cases_swar(block),
         }
     }
 }
 
+/// Upper- and lower-case ASCII letter masks of one block.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Cases {
+    pub(crate) upper: u64,
+    pub(crate) lower: u64,
+}
+
 /// The scalar twin.
 #[inline]
-fn letters_scalar(block: &[u8; BLOCK]) -> u64 {
-    block.iter().enumerate().fold(0u64, |mask, (k, b)| mask | u64::from(b.is_ascii_alphabetic()) << k)
+fn cases_scalar(block: &[u8; BLOCK]) -> Cases {
+    let mut cases = Cases::default();
+    for (k, b) in block.iter().enumerate() {
+        cases.upper |= u64::from(b.is_ascii_uppercase()) << k;
+        cases.lower |= u64::from(b.is_ascii_lowercase()) << k;
+    }
+    cases
 }
 
 const ONES: u64 = 0x0101_0101_0101_0101;
@@ -58,51 +70,55 @@ fn gather_high_bits(lanes: u64) -> u64 {
     ((lanes >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
 }
 
-/// Eight bytes at once: case-fold with `| 0x20`, then test `'a' <= y <= 'z'` per byte with
-/// additions that cannot carry between bytes (every byte is at most 0x7f before adding 0x1f).
+/// Eight bytes at once: bytes `first..=last` (both ASCII) of `x`, tested with additions that
+/// cannot carry between bytes (every byte is at most 0x7f once its high bit is cleared, and
+/// 0x7f + 0x80 - `first` stays below 0x100).
 #[inline(always)]
-fn letters_swar8(x: u64) -> u64 {
+fn range_swar8(x: u64, first: u8, last: u8) -> u64 {
     let ascii = !x & HIGH;
-    let y = (x | (0x20 * ONES)) & !HIGH;
-    let at_least_a = (y + (0x80 - u64::from(b'a')) * ONES) & HIGH;
-    let above_z = (y + (0x80 - u64::from(b'z') - 1) * ONES) & HIGH;
-    gather_high_bits(ascii & at_least_a & !above_z)
+    let y = x & !HIGH;
+    let at_least_first = (y + (0x80 - u64::from(first)) * ONES) & HIGH;
+    let above_last = (y + (0x80 - u64::from(last) - 1) * ONES) & HIGH;
+    gather_high_bits(ascii & at_least_first & !above_last)
 }
 
 /// SWAR on `u64` lanes (the bulk kernel where SSE2 is not there; tested everywhere).
 #[inline]
 #[cfg_attr(target_arch = "x86_64", allow(dead_code))]
-fn letters_swar(block: &[u8; BLOCK]) -> u64 {
-    let mut mask = 0u64;
+fn cases_swar(block: &[u8; BLOCK]) -> Cases {
+    let mut cases = Cases::default();
     for (k, lane) in block.chunks_exact(8).enumerate() {
         let mut eight = [0u8; 8];
         eight.copy_from_slice(lane);
-        mask |= letters_swar8(u64::from_le_bytes(eight)) << (8 * k);
+        let x = u64::from_le_bytes(eight);
+        cases.upper |= range_swar8(x, b'A', b'Z') << (8 * k);
+        cases.lower |= range_swar8(x, b'a', b'z') << (8 * k);
     }
-    mask
+    cases
 }
 
-/// SSE2, 16 bytes per step: `(b | 0x20) + 0x1f` maps `a..=z` (and only the case-folded ASCII
-/// letters) to -128..=-103 as signed bytes; every other byte lands at -102 or above.
+/// SSE2, 16 bytes per step: adding `0x80 - first` maps `first..=last` (26 letters), and only
+/// them, to -128..=-103 as signed bytes; every other byte, ASCII or not, lands at -102 or above.
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn letters_sse2(block: &[u8; BLOCK]) -> u64 {
-    use std::arch::x86_64::{
-        _mm_add_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
-    let mut mask = 0u64;
+fn cases_sse2(block: &[u8; BLOCK]) -> Cases {
+    use std::arch::x86_64::{_mm_add_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8};
+    let mut cases = Cases::default();
     for k in 0..BLOCK / 16 {
         // SAFETY: SSE2 is part of the x86-64 baseline (every x86-64 CPU has it, and rustc enables
         // it for every x86-64 target); the load reads bytes 16k..16k+16 of the 64-byte array,
         // in bounds for k < 4, and `loadu` has no alignment requirement.
-        let lanes = unsafe {
+        let (upper, lower) = unsafe {
             let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
-            let shifted = _mm_add_epi8(_mm_or_si128(v, _mm_set1_epi8(0x20)), _mm_set1_epi8(0x1f));
-            _mm_movemask_epi8(_mm_cmplt_epi8(shifted, _mm_set1_epi8(-128 + 26)))
+            let limit = _mm_set1_epi8(-128 + 26);
+            let upper = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((0x80 - b'A') as i8)), limit);
+            let lower = _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8((0x80 - b'a') as i8)), limit);
+            (_mm_movemask_epi8(upper), _mm_movemask_epi8(lower))
         };
-        mask |= u64::from(lanes as u16) << (16 * k);
+        cases.upper |= u64::from(upper as u16) << (16 * k);
+        cases.lower |= u64::from(lower as u16) << (16 * k);
     }
-    mask
+    cases
 }
 
 #[cfg(test)]
@@ -110,10 +126,10 @@ mod tests {
     use super::*;
 
     fn all_agree(block: &[u8; BLOCK]) {
-        let want = letters_scalar(block);
-        assert_eq!(letters_swar(block), want, "swar on {block:?}");
-        assert_eq!(Kernel::Bulk.letters(block), want, "bulk on {block:?}");
-        assert_eq!(Kernel::Scalar.letters(block), want);
+        let want = cases_scalar(block);
+        assert_eq!(cases_swar(block), want, "swar on {block:?}");
+        assert_eq!(Kernel::Bulk.cases(block), want, "bulk on {block:?}");
+        assert_eq!(Kernel::Scalar.cases(block), want);
     }
 
     #[test]
@@ -133,7 +149,10 @@ mod tests {
     #[test]
     fn random_blocks() {
         // Bytes near the class edges (@ [ ` {, 0x7f, 0x80, 0xc1, 0xdf ...) are over-represented.
-        let edges = [b'@', b'A', b'Z', b'[', b'`', b'a', b'z', b'{', 0x7f, 0x80, 0xa0, 0xc1, 0xc3, 0xdf, 0xe0, 0xff, 0];
+        let edges = [
+            b'@', b'A', b'Z', b'[', b'`', b'a', b'z', b'{', 0x7f, 0x80, 0xa0, 0xc1, 0xc3, 0xdf, 0xe0, 0xff, 0, 0xbf,
+            0xda, 0xfa,
+        ];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || {
             state ^= state << 13;

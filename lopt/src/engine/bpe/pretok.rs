@@ -17,7 +17,7 @@
 //! The unit tests compare every scanner with Oniguruma on trap strings and on random strings
 //! drawn from a pool of characters of every class.
 
-use super::bits::{Kernel, BLOCK};
+use super::bits::{Cases, Kernel, BLOCK};
 use super::unicode::{in_set, Classes, NUMBER, SPACE, S_L, S_LM, S_LOWER, S_N, S_NOT_WS_L_N, S_PS, S_UPPER};
 
 /// cl100k_base / Llama-3 (`\p{N}{1,3}`).
@@ -174,7 +174,7 @@ fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, 
             let max = *max_digits;
             scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, &mut l, s, i, max))
         }
-        Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, s, i)),
+        Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, &mut l, s, i)),
         Stage::DeepSeek => scan(bytes, base, sink, |s, i| deepseek_at(c, &mut l, s, i)),
         Stage::Gpt2 => scan(bytes, base, sink, |s, i| gpt2_at(c, &mut l, s, i)),
         Stage::Digits => scan(bytes, base, sink, |s, i| digits_at(c, s, i)),
@@ -243,52 +243,91 @@ fn run(c: Classes, s: &[u8], mut i: usize, set: u16) -> usize {
     i
 }
 
-/// The ASCII-letter mask of the block of `s` that was last asked about: letter runs end at a
-/// `trailing_zeros` of it instead of a class lookup per byte.
+/// The ASCII-letter masks of the block of `s` that was last asked about: letter runs end at a
+/// `trailing_zeros` of them instead of a class lookup per byte.
 struct Letters<'s> {
     s: &'s [u8],
     kernel: Kernel,
-    /// Start of the block in `mask` (a multiple of [`BLOCK`]; `usize::MAX` before the first).
+    /// Start of the block in `cases` (a multiple of [`BLOCK`]; `usize::MAX` before the first).
     at: usize,
-    mask: u64,
+    cases: Cases,
 }
 
 impl<'s> Letters<'s> {
     fn new(s: &'s [u8], kernel: Kernel) -> Self {
-        Letters { s, kernel, at: usize::MAX, mask: 0 }
+        Letters { s, kernel, at: usize::MAX, cases: Cases::default() }
     }
 
     #[inline(never)]
     fn load(&mut self, at: usize) {
         self.at = at;
-        self.mask = match self.s.get(at..at + BLOCK).and_then(|b| <&[u8; BLOCK]>::try_from(b).ok()) {
-            Some(block) => self.kernel.letters(block),
+        self.cases = match self.s.get(at..at + BLOCK).and_then(|b| <&[u8; BLOCK]>::try_from(b).ok()) {
+            Some(block) => self.kernel.cases(block),
             None => {
                 // The last, partial block: zero padding is not a letter, so runs stop at the end.
                 let mut block = [0u8; BLOCK];
                 let tail = self.s.get(at..).unwrap_or_default();
                 block[..tail.len()].copy_from_slice(tail);
-                self.kernel.letters(&block)
+                self.kernel.cases(&block)
             }
         };
     }
 
-    /// End of the run of ASCII letters starting at `i`.
+    /// End of the run starting at `i` of the bytes whose bits `pick` sets in a block's masks.
     #[inline(always)]
-    fn ascii_end(&mut self, mut i: usize) -> usize {
+    fn end_of(&mut self, mut i: usize, pick: impl Fn(Cases) -> u64) -> usize {
         let n = self.s.len();
         while i < n {
             let at = i & !(BLOCK - 1);
             if at != self.at {
                 self.load(at);
             }
-            let rest = !self.mask >> (i - at);
+            let rest = !pick(self.cases) >> (i - at);
             if rest != 0 {
                 return (i + rest.trailing_zeros() as usize).min(n);
             }
             i = at + BLOCK;
         }
         n
+    }
+
+    /// End of the run of ASCII letters starting at `i`.
+    #[inline(always)]
+    fn ascii_end(&mut self, i: usize) -> usize {
+        self.end_of(i, |m| m.upper | m.lower)
+    }
+
+    /// o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*` from `k`, and the end of its last character that
+    /// is also in the lower-ish set (see [`o200k_upper_lower`]). In ASCII the set is `[A-Z]`, none
+    /// of which is lower-ish; a run that meets a multi-byte character goes on character by
+    /// character.
+    #[inline(always)]
+    fn o200k_upper(&mut self, c: Classes, k: usize) -> (usize, Option<usize>) {
+        let mut u = self.end_of(k, |m| m.upper);
+        let mut last_both = None;
+        if self.s.get(u).is_some_and(|&b| b >= 0x80) {
+            while u < self.s.len() {
+                let (class, len) = c.at(self.s, u);
+                if !in_set(class, S_UPPER) {
+                    break;
+                }
+                if in_set(class, S_LOWER) {
+                    last_both = Some(u + len);
+                }
+                u += len;
+            }
+        }
+        (u, last_both)
+    }
+
+    /// o200k's `[\p{Ll}\p{Lm}\p{Lo}\p{M}]*` from `k`: `[a-z]` in ASCII.
+    #[inline(always)]
+    fn o200k_lower(&mut self, c: Classes, k: usize) -> usize {
+        let end = self.end_of(k, |m| m.lower);
+        match self.s.get(end) {
+            Some(&b) if b >= 0x80 => run(c, self.s, end, S_LOWER),
+            _ => end,
+        }
     }
 
     /// End of the run of characters of `set` (a set holding every ASCII letter and no other
@@ -473,52 +512,41 @@ fn gpt2_at(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<usize>
 /// o200k's `[upper]*[lower]+` from `k`: the upper run is greedy and backs off to the last
 /// character that is also lower (`\p{Lm}`, `\p{Lo}`, `\p{M}`) when no lower character follows it.
 #[inline]
-fn o200k_upper_lower(c: Classes, s: &[u8], k: usize) -> Option<usize> {
-    let mut u = k;
-    let mut last_both = None;
-    while u < s.len() {
-        let (class, len) = c.at(s, u);
-        if !in_set(class, S_UPPER) {
-            break;
-        }
-        if in_set(class, S_LOWER) {
-            last_both = Some(u + len);
-        }
-        u += len;
-    }
+fn o200k_upper_lower(c: Classes, l: &mut Letters<'_>, s: &[u8], k: usize) -> Option<usize> {
+    let (u, last_both) = l.o200k_upper(c, k);
     match class_at(c, s, u) {
-        Some((class, _)) if in_set(class, S_LOWER) => Some(run(c, s, u, S_LOWER)),
+        Some((class, _)) if in_set(class, S_LOWER) => Some(l.o200k_lower(c, u)),
         _ => last_both,
     }
 }
 
 /// o200k's `[upper]+[lower]*` from `k`.
 #[inline]
-fn o200k_upper_then_lower(c: Classes, s: &[u8], k: usize) -> Option<usize> {
-    let u = run(c, s, k, S_UPPER);
-    (u > k).then(|| run(c, s, u, S_LOWER))
+fn o200k_upper_then_lower(c: Classes, l: &mut Letters<'_>, k: usize) -> Option<usize> {
+    let (u, _) = l.o200k_upper(c, k);
+    (u > k).then(|| l.o200k_lower(c, u))
 }
 
 #[inline(always)]
-fn o200k_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
+fn o200k_at(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<usize> {
     let b = s[i];
     let (class, len) = c.at(s, i);
     let prefix = b != b'\r' && b != b'\n' && !in_set(class, S_L | S_N);
     let with_contraction = |end: usize| contraction_ci(s, end).unwrap_or(end);
     if prefix {
-        if let Some(end) = o200k_upper_lower(c, s, i + len) {
+        if let Some(end) = o200k_upper_lower(c, l, s, i + len) {
             return Some(with_contraction(end));
         }
     }
-    if let Some(end) = o200k_upper_lower(c, s, i) {
+    if let Some(end) = o200k_upper_lower(c, l, s, i) {
         return Some(with_contraction(end));
     }
     if prefix {
-        if let Some(end) = o200k_upper_then_lower(c, s, i + len) {
+        if let Some(end) = o200k_upper_then_lower(c, l, i + len) {
             return Some(with_contraction(end));
         }
     }
-    if let Some(end) = o200k_upper_then_lower(c, s, i) {
+    if let Some(end) = o200k_upper_then_lower(c, l, i) {
         return Some(with_contraction(end));
     }
     if class == NUMBER {
@@ -685,8 +713,9 @@ mod tests {
     #[test]
     fn block_edges() {
         for lead in 0..70 {
-            for tail in ["", "é", "x", "'s", "'ll", " ", "\r\n", "1", "中", ".", "\u{301}", "ſ", "ǅ"] {
+            for tail in ["", "é", "x", "'s", "'ll", " ", "\r\n", "1", "中", ".", "\u{301}", "ſ", "ǅ", "ʰ", "É"] {
                 check(&format!("{}{tail}abc", "a".repeat(lead)));
+                check(&format!("{}{tail}{}'S", "Q".repeat(lead), "r".repeat(lead % 7)));
                 check(&format!(" {} {}{tail}", "b".repeat(lead), "Cd".repeat(lead / 2)));
                 check(&format!("{}.{}{tail}", "é".repeat(lead / 2), "z".repeat(lead)));
             }
