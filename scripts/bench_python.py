@@ -21,12 +21,28 @@ Part 2 builds `--rounds + 1` distinct prompts of about `--latency-tokens` tokens
 `AutoTokenizer.from_pretrained` (one stock, one `lopt.accelerate`d), warms both up on the first
 prompt, then times `tok(prompt)` on each other prompt, alternating which goes first, and checks
 that both return the same `input_ids`. Not part of CI.
+
+Part 3 (`--short-sizes 256 1024 4096`) is the per-call cost of the Python layer on short texts:
+`lopt.Tokenizer.encode_ids(t)`, `encode(t)` (the `Encoding` object only), `encode(t).ids`,
+`encode(t).offsets` and `tokenizers`' `encode(t).ids`, 1 thread, on `--short-texts` consecutive
+slices of the corpus per size, each text encoded once by one method (fresh texts; methods take
+turns in a random order per round of methods), median per call. With `--short-baseline DIR` (another build of the package,
+e.g. an unpacked wheel of main) every round runs both builds, each in its own process (the
+baseline through `PYTHONPATH=DIR`), alternating which goes first, and prints both medians and
+their ratio:
+
+    python3 -m zipfile -e OLD.whl /tmp/before
+    target/py-venv/bin/python scripts/bench_python.py --corpus ../shared/corpora/en_verylong.jsonl \
+        --tokenizers qwen3 --methods --latency-tokens 0 --short-sizes 256 1024 4096 \
+        --short-baseline /tmp/before --rounds 3
 """
 
 import argparse
 import json
 import os
+import random
 import statistics
+import subprocess
 import sys
 import time
 
@@ -90,24 +106,114 @@ def latency(name, corpus, tokens, rounds):
     return row
 
 
+SHORT_METHODS = ["encode_ids", "encode", "encode.ids", "encode.offsets", "hf encode.ids"]
+
+
+def short_child(name, corpus, size, count):
+    """Part 3 in this process: one JSON line, `{method: median seconds per call}`."""
+    import tokenizers
+
+    import lopt
+
+    path = bench_peers.tokenizer_path(name)
+    tok = lopt.Tokenizer.from_file(path, threads=1)
+    hf = tokenizers.Tokenizer.from_file(path)
+    calls = {
+        "encode_ids": lambda t: tok.encode_ids(t),
+        "encode": lambda t: tok.encode(t),
+        "encode.ids": lambda t: tok.encode(t).ids,
+        "encode.offsets": lambda t: tok.encode(t).offsets,
+        "hf encode.ids": lambda t: hf.encode(t).ids,
+    }
+    need = (count + 1) * len(calls) * size
+    text = ""
+    with open(corpus, encoding="utf-8") as f:
+        for line in f:
+            text += json.loads(line)["text"] + "\n\n"
+            if len(text) > need:
+                break
+    if len(text) < need:
+        raise SystemExit(f"{corpus}: not enough text for {count} texts of {size} characters per method")
+    texts = [text[i * size:(i + 1) * size] for i in range(need // size)]
+    for call in calls.values():  # warm-up, on texts not timed
+        call(texts[0])
+    times = {label: [] for label in calls}
+    labels = list(calls)
+    rest = iter(texts[1:])
+    order = random.Random(7)
+    for _ in range(count):
+        # Each block runs every method once, in a new random order, so that no method mostly
+        # follows the same one (HF's slow call leaves the caches cold for the next).
+        order.shuffle(labels)
+        for label in labels:
+            t = next(rest)
+            start = time.perf_counter()
+            calls[label](t)
+            times[label].append(time.perf_counter() - start)
+    print(json.dumps({label: statistics.median(v) for label, v in times.items()}), flush=True)
+
+
+def short_calls(names, corpus, sizes, count, rounds, baseline):
+    """Part 3: each size and build in a child process, `rounds` times, builds alternating."""
+    builds = [("this", None)] + ([("baseline", baseline)] if baseline else [])
+    rows = []
+    for name in names:
+        for size in sizes:
+            results = {label: {m: [] for m in SHORT_METHODS} for label, _ in builds}
+            for r in range(rounds):
+                for label, pythonpath in (builds if r % 2 == 0 else builds[::-1]):
+                    env = dict(os.environ)
+                    if pythonpath:
+                        env["PYTHONPATH"] = pythonpath + os.pathsep + env.get("PYTHONPATH", "")
+                    out = subprocess.run(
+                        [sys.executable, os.path.abspath(__file__), "--short-child", name, str(size), str(count),
+                         "--corpus", corpus], env=env, check=True, capture_output=True, text=True).stdout
+                    for method, seconds in json.loads(out.strip().splitlines()[-1]).items():
+                        results[label][method].append(seconds)
+            for method in SHORT_METHODS:
+                row = {"tokenizer": name, "size": size, "method": method}
+                for label, _ in builds:
+                    row[label + "_us"] = round(statistics.median(results[label][method]) * 1e6, 2)
+                if baseline:
+                    row["ratio"] = round(row["this_us"] / row["baseline_us"], 2)
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    print("\n| tokenizer | text | method | " + " | ".join(f"{label} (us/call)" for label, _ in builds)
+          + (" | this / baseline |" if baseline else " |"))
+    print("|---|---|---|" + "---|" * len(builds) + ("---|" if baseline else ""))
+    for row in rows:
+        cells = [str(row[label + "_us"]) for label, _ in builds] + ([f"{row['ratio']}x"] if baseline else [])
+        print(f"| {row['tokenizer']} | {row['size']} chars | `{row['method']}` | " + " | ".join(cells) + " |")
+    return rows
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--short-child":
+        name, size, count = sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+        short_child(name, sys.argv[sys.argv.index("--corpus") + 1], size, count)
+        return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--tokenizers", nargs="+", default=["qwen3", "bert-base-uncased"])
-    ap.add_argument("--methods", nargs="+", default=METHODS)
+    ap.add_argument("--methods", nargs="*", default=METHODS, help="part 1's methods; none skips part 1")
     ap.add_argument("--threads", nargs="+", type=int, default=[1, os.cpu_count() or 1])
     ap.add_argument("--docs", type=int, default=6)
     ap.add_argument("--max-bytes", type=int, default=1_000_000)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--latency-tokens", type=int, default=131072, help="0 skips part 2")
     ap.add_argument("--latency-rounds", type=int, default=5)
-    ap.add_argument("--json", help="write both parts' rows here")
+    ap.add_argument("--short-sizes", nargs="*", type=int, default=[], help="part 3's text sizes (characters)")
+    ap.add_argument("--short-texts", type=int, default=600, help="part 3: texts per method, size and round")
+    ap.add_argument("--short-baseline", help="part 3: a directory holding another build of the lopt package")
+    ap.add_argument("--json", help="write every part's rows here")
     args = ap.parse_args()
 
-    throughput = bench_peers.main([
-        "--corpus", args.corpus, "--tokenizers", *args.tokenizers, "--methods", *args.methods,
-        "--threads", *map(str, args.threads), "--docs", str(args.docs),
-        "--max-bytes", str(args.max_bytes), "--rounds", str(args.rounds)])
+    throughput = []
+    if args.methods:
+        throughput = bench_peers.main([
+            "--corpus", args.corpus, "--tokenizers", *args.tokenizers, "--methods", *args.methods,
+            "--threads", *map(str, args.threads), "--docs", str(args.docs),
+            "--max-bytes", str(args.max_bytes), "--rounds", str(args.rounds)])
     latencies = []
     if args.latency_tokens:
         latencies = [latency(name, args.corpus, args.latency_tokens, args.latency_rounds)
@@ -118,9 +224,13 @@ def main():
         for row in latencies:
             print(f"| {row['tokenizer']} | {row['tokens']} | {row['stock_ms']} | {row['lopt_ms']} | "
                   f"{row['threads']} | {row['speedup']}x |")
+    short = []
+    if args.short_sizes:
+        short = short_calls(args.tokenizers, args.corpus, args.short_sizes, args.short_texts, args.rounds,
+                            args.short_baseline)
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"throughput": throughput, "latency": latencies}, f, indent=1)
+            json.dump({"throughput": throughput, "latency": latencies, "short": short}, f, indent=1)
 
 
 if __name__ == "__main__":
