@@ -22,6 +22,7 @@ use lopt::hf as tokenizers;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
+use crate::ints::int;
 use crate::offsets::char_offsets;
 use crate::{guarded, LoptError};
 
@@ -134,6 +135,16 @@ impl Encoding {
     }
 }
 
+/// A list of `(start, end)` tuples (small offsets as shared ints, [`crate::ints`]).
+fn offset_list<'py>(py: Python<'py>, offsets: &[(usize, usize)]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, offsets.iter().map(|&(start, end)| (int(py, start), int(py, end))))
+}
+
+/// A list of word ids, `None` for tokens of no word.
+fn word_list<'py>(py: Python<'py>, words: &[Option<u32>]) -> PyResult<Bound<'py, PyList>> {
+    PyList::new(py, words.iter().map(|w| w.map(|w| int(py, w as usize))))
+}
+
 fn direction_error(direction: &str) -> PyErr {
     pyo3::exceptions::PyValueError::new_err(format!("Unknown `direction`: `{direction}`. Use one of `left` or `right`"))
 }
@@ -184,6 +195,8 @@ impl Encoding {
     #[getter]
     fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         match &self.repr {
+            // Not through `crate::ints`: ids are spread over the vocabulary, and shared objects
+            // measured slower than new ones (`docs/benchmarks.md`).
             Repr::Native(native) => PyList::new(py, native.encoding.ids()),
             Repr::Hf(hf) => PyList::new(py, hf.get_ids()),
         }
@@ -209,8 +222,8 @@ impl Encoding {
     #[getter]
     fn offsets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         match &self.repr {
-            Repr::Native(native) => PyList::new(py, native.offsets(py)?),
-            Repr::Hf(hf) => PyList::new(py, hf.get_offsets()),
+            Repr::Native(native) => offset_list(py, native.offsets(py)?),
+            Repr::Hf(hf) => offset_list(py, hf.get_offsets()),
         }
     }
 
@@ -233,8 +246,8 @@ impl Encoding {
     #[getter]
     fn word_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         match &self.repr {
-            Repr::Native(native) => PyList::new(py, native.encoding.word_ids()),
-            Repr::Hf(hf) => PyList::new(py, hf.get_word_ids()),
+            Repr::Native(native) => word_list(py, native.encoding.word_ids()),
+            Repr::Hf(hf) => word_list(py, hf.get_word_ids()),
         }
     }
 

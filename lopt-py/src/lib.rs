@@ -12,6 +12,7 @@
 //! nothing here holds the GIL while it encodes.
 
 mod encoding;
+mod ints;
 mod native;
 mod offsets;
 mod options;
