@@ -244,3 +244,51 @@ fn seed_ab() {
         }
     }
 }
+
+/// The pre-tokenizer alone (pieces counted, nothing encoded) with the bulk mask kernel and with
+/// its scalar twin, in one process, alternating which goes first. Prints MB/s per round.
+/// `LOPT_BENCH_ROUNDS` (default 3).
+#[test]
+#[ignore = "benchmark"]
+fn pretok_kernels() {
+    use super::bits::Kernel;
+    use super::pretok::PreTokenizer;
+    let names =
+        std::env::var("LOPT_BENCH_TOKENIZERS").unwrap_or_else(|_| "qwen3,llama3_1,gptoss,deepseek_v3,gpt2".into());
+    let mb: usize = std::env::var("LOPT_BENCH_MB").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
+    let rounds: usize = std::env::var("LOPT_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    let corpora = std::env::var("LOPT_BENCH_CORPORA").unwrap_or_else(|_| "en_verylong,zh_long".into());
+    for name in names.split(',') {
+        let path = shared().join("tokenizers").join(name).join("tokenizer.json");
+        let Ok(bytes) = std::fs::read(&path) else { continue };
+        let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        let mut engine = BpeEngine::new(&json).unwrap();
+        let pre = std::mem::replace(&mut engine.pre_tokenizer, PreTokenizer::new(Vec::new()));
+        let bulk = pre.with_kernel(Kernel::Bulk);
+        let scalar = BpeEngine::new(&json).unwrap().pre_tokenizer.with_kernel(Kernel::Scalar);
+        let pres = [&bulk, &scalar];
+        for corpus in corpora.split(',') {
+            let (docs, _) = docs(&format!("{corpus}.jsonl"), mb << 20, 0);
+            let bytes: usize = docs.iter().map(String::len).sum();
+            for round in 0..rounds {
+                let mut secs = [0.0f64; 2];
+                let mut pieces = [0usize; 2];
+                for j in 0..2 {
+                    let which = (j + round) % 2;
+                    secs[which] = timed(|| {
+                        for doc in &docs {
+                            pres[which].split(doc, &mut |_: usize, _: usize| pieces[which] += 1);
+                        }
+                    });
+                }
+                assert_eq!(pieces[0], pieces[1]);
+                println!(
+                    "{name:12} {corpus:12} round {round}: bulk {:7.1} MB/s   scalar {:7.1} MB/s   bulk/scalar {:.3}",
+                    bytes as f64 / secs[0] / 1e6,
+                    bytes as f64 / secs[1] / 1e6,
+                    secs[1] / secs[0]
+                );
+            }
+        }
+    }
+}
