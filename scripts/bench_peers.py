@@ -38,6 +38,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BPE = {"qwen3", "deepseek_v3", "llama3_1", "gptoss", "gpt2", "gemma3", "llama2"}
 TIKTOKEN = {"gpt2": "gpt2", "gptoss": "o200k_harmony"}
+# `--seed-cache` of the lopt runs (set from the command line).
+SEED_CACHE = "background"
 
 
 def tokenizer_path(name):
@@ -199,6 +201,9 @@ def run_cell(method, threads, path, name, docs_file, batch=0):
                "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--print-ids", docs_file]
         if batch:
             cmd[-1:-1] = ["--batch", str(batch)]
+        if SEED_CACHE != "background":
+            # Only when asked: an older `lopt-base` binary may not know the flag.
+            cmd[-1:-1] = ["--seed-cache", SEED_CACHE]
     else:
         cmd = [sys.executable, os.path.abspath(__file__), "--worker", method, path, name, docs_file, str(batch)]
     out = subprocess.run(cmd, env=env, capture_output=True, text=True)
@@ -230,8 +235,12 @@ def main(argv=None):
     ap.add_argument("--cut-bytes", type=int, default=0,
                     help="cut the corpus into texts of about this many bytes (short prompts)")
     ap.add_argument("--batch", type=int, default=0, help="time encode_batch of this many texts per call")
+    ap.add_argument("--seed-cache", choices=["background", "sync", "off"], default="background",
+                    help="lopt's seeded pre-token cache: built in the background (default), before timing, or never")
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args(argv)
+    global SEED_CACHE
+    SEED_CACHE = args.seed_cache
 
     docs = []
     with open(args.corpus, encoding="utf-8") as f:

@@ -55,6 +55,31 @@ pub struct TokenizerArgs {
     /// only what follows a shared prefix (across the lines of a JSONL input) [default: off]
     #[arg(long, value_name = "SIZE", value_parser = byte_size)]
     pub prefix_cache: Option<usize>,
+    /// When the byte-level BPE engine builds its seeded pre-token cache: on a background thread
+    /// at load, before loading returns (`sync`: benchmarks of a warmed-up server), or never
+    #[arg(long, value_enum, default_value_t = SeedCache::Background)]
+    pub seed_cache: SeedCache,
+}
+
+/// `--seed-cache`: the CLI spelling of [`lopt::SeedCache`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SeedCache {
+    /// On a background thread started at load
+    Background,
+    /// Before loading returns
+    Sync,
+    /// Never
+    Off,
+}
+
+impl From<SeedCache> for lopt::SeedCache {
+    fn from(mode: SeedCache) -> Self {
+        match mode {
+            SeedCache::Background => lopt::SeedCache::Background,
+            SeedCache::Sync => lopt::SeedCache::Sync,
+            SeedCache::Off => lopt::SeedCache::Off,
+        }
+    }
 }
 
 /// `--engine`: the CLI spelling of [`lopt::EngineKind`].

@@ -26,7 +26,7 @@ pub fn run(args: &InfoArgs) -> Result<()> {
         ("post-processor", describe(&json["post_processor"])),
         ("decoder", describe(&json["decoder"])),
         ("added tokens", describe_added(&json["added_tokens"])),
-        ("vocabulary", format!("{} ids (added tokens included)", group(tokenizer.hf().get_vocab_size(true)))),
+        ("vocabulary", format!("{} ids (added tokens included)", group(tokenizer.vocab_size()))),
     ];
     if args.tokenizer.tokenizer.is_none() {
         let cache = crate::cl100k::cache_path()

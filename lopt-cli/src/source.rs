@@ -69,7 +69,7 @@ fn build_with_flags(args: &TokenizerArgs, json: &[u8]) -> std::result::Result<lo
 }
 
 fn builder(args: &TokenizerArgs) -> lopt::TokenizerBuilder {
-    let mut builder = lopt::TokenizerBuilder::new().engine(args.engine.into());
+    let mut builder = lopt::TokenizerBuilder::new().engine(args.engine.into()).seed_cache(args.seed_cache.into());
     if let Some(threads) = args.threads {
         builder = builder.threads(threads);
     }

@@ -106,6 +106,8 @@ impl Default for Params {
 /// A tokenizer and a pool: everything a method needs.
 pub struct Ctx {
     pub tokenizer: lopt::Tokenizer,
+    /// The reference (lopt builds its own HF tokenizer only on demand).
+    hf: hf::Tokenizer,
     /// The same settings on the HF engine, built on first use (`lopt-hf`).
     lopt_hf: OnceLock<Result<lopt::Tokenizer, String>>,
     bytes: Vec<u8>,
@@ -128,12 +130,23 @@ impl Ctx {
             builder = builder.chunk_size(c);
         }
         let tokenizer = builder.build_from_bytes(bytes).map_err(|e| anyhow!("cannot build lopt tokenizer: {e}"))?;
+        let hf = hf::Tokenizer::from_bytes(bytes).map_err(|e| anyhow!("cannot build the HF tokenizer: {e}"))?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(threads)
             .thread_name(|i| format!("eval-{i}"))
             .build()
             .context("cannot start the baseline pool")?;
-        Ok(Ctx { tokenizer, lopt_hf: OnceLock::new(), bytes: bytes.to_vec(), chunk_size, pool, threads, params, fresh })
+        Ok(Ctx {
+            tokenizer,
+            hf,
+            lopt_hf: OnceLock::new(),
+            bytes: bytes.to_vec(),
+            chunk_size,
+            pool,
+            threads,
+            params,
+            fresh,
+        })
     }
 
     /// lopt with the HF engine and otherwise the same settings (built on first use, which the
@@ -155,7 +168,7 @@ impl Ctx {
     }
 
     pub fn hf(&self) -> &hf::Tokenizer {
-        self.tokenizer.hf()
+        &self.hf
     }
 
     /// Clears the HF BPE word caches (of the reference and baselines, and of lopt's HF engines)
@@ -163,7 +176,7 @@ impl Ctx {
     /// keep no cache across calls.
     pub fn prepare(&self) {
         if self.fresh {
-            let lopt_hf = self.lopt_hf.get().and_then(|t| t.as_ref().ok()).map(|t| t.hf());
+            let lopt_hf = self.lopt_hf.get().and_then(|t| t.as_ref().ok()).and_then(|t| t.hf().ok());
             for t in std::iter::once(self.hf()).chain(lopt_hf) {
                 if let hf::models::ModelWrapper::BPE(bpe) = t.get_model() {
                     bpe.clear_cache();

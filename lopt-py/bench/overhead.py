@@ -52,6 +52,8 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128_000)
     parser.add_argument("--threads", type=int, default=os.cpu_count())
     parser.add_argument("--rounds", type=int, default=9)
+    parser.add_argument("--seed-cache", choices=["background", "sync", "off"], default="background",
+                        help="`lopt bench --seed-cache` of the Rust runs")
     args = parser.parse_args()
 
     tok = lopt.Tokenizer.from_file(args.tokenizer, threads=args.threads)
@@ -61,7 +63,8 @@ def main() -> None:
             f.write(json.dumps({"text": doc}) + "\n")
 
     def bench() -> float:
-        command = [args.lopt, "bench", "--tokenizer", args.tokenizer, "--threads", str(args.threads), f.name]
+        command = [args.lopt, "bench", "--tokenizer", args.tokenizer, "--threads", str(args.threads),
+                   "--seed-cache", args.seed_cache, f.name]
         out = subprocess.run(command, check=True, capture_output=True, text=True).stdout
         return json.loads(out)["median_us"]
 

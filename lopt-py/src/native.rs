@@ -144,7 +144,7 @@ impl Core {
                 builder.build_from_bytes(json.as_bytes())
             })
         })?;
-        let has_ranges = tokenizer.hf().get_post_processor().is_some();
+        let has_ranges = tokenizer.has_post_processor();
         Ok(Core { tokenizer: Arc::new(tokenizer), has_ranges })
     }
 

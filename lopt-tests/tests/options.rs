@@ -58,7 +58,7 @@ fn option_sets(pad_token: &str, pad_id: u32) -> Vec<EncodeOptions> {
 }
 
 fn reference(tokenizer: &Tokenizer, options: &EncodeOptions) -> lopt::hf::Tokenizer {
-    let mut hf = tokenizer.hf().clone();
+    let mut hf = tokenizer.hf().unwrap().clone();
     hf.with_truncation(options.truncation_params().cloned()).unwrap();
     hf.with_padding(options.padding_params().cloned());
     hf
@@ -153,9 +153,9 @@ fn options_are_the_files_settings() {
     let options = tokenizer.options();
     assert_eq!(
         options.truncation_params().map(|t| t.max_length),
-        tokenizer.hf().get_truncation().map(|t| t.max_length)
+        tokenizer.hf().unwrap().get_truncation().map(|t| t.max_length)
     );
-    assert_eq!(options.padding_params().is_some(), tokenizer.hf().get_padding().is_some());
+    assert_eq!(options.padding_params().is_some(), tokenizer.hf().unwrap().get_padding().is_some());
 }
 
 /// Settings that make HF panic (a stride as long as the room left after special tokens, a
@@ -180,7 +180,7 @@ fn settings_hf_panics_on_are_errors() {
 /// start, the end and in runs.
 fn added_token_texts(tokenizer: &Tokenizer) -> Vec<String> {
     let mut added: Vec<(u32, String)> =
-        tokenizer.hf().get_added_tokens_decoder().into_iter().map(|(id, token)| (id, token.content)).collect();
+        tokenizer.hf().unwrap().get_added_tokens_decoder().into_iter().map(|(id, token)| (id, token.content)).collect();
     added.sort();
     added.retain(|(_, content)| !content.is_empty());
     let mut picked: Vec<&str> =
@@ -216,7 +216,7 @@ fn truncation_next_to_added_tokens_equals_hf() {
                 .unwrap(),
         ];
         let texts = added_token_texts(&tokenizers[0]);
-        let mut hf = tokenizers[0].hf().clone();
+        let mut hf = tokenizers[0].hf().unwrap().clone();
         let specials = hf.get_post_processor().map_or(0, |p| lopt::hf::PostProcessor::added_tokens(p, false));
         for direction in [TruncationDirection::Right, TruncationDirection::Left] {
             for max_length in [1, 2, 3, 4, 5, 6, 7, 9, 12, 20] {

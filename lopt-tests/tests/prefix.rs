@@ -218,7 +218,7 @@ fn truncation_and_padding_apply_to_the_whole() {
             EncodeOptions::new().add_special_tokens(false),
         ];
         for options in &sets {
-            let mut hf = tokenizer.hf().clone();
+            let mut hf = tokenizer.hf().unwrap().clone();
             hf.with_truncation(options.truncation_params().cloned()).unwrap();
             hf.with_padding(options.padding_params().cloned());
             for base in &bases {

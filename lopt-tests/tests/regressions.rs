@@ -204,7 +204,7 @@ fn gemma3_truncation_overflow_keeps_the_last_token() {
         .into_iter()
         .filter_map(|engine| {
             let tokenizer = TokenizerBuilder::new().engine(engine).threads(2).build_from_file(&path).unwrap();
-            let mut hf = tokenizer.hf().clone();
+            let mut hf = tokenizer.hf().unwrap().clone();
             hf.with_truncation(Some(truncation.clone())).unwrap();
             let want = lopt::Encoding::from(hf.encode(text, true).unwrap());
             let options = lopt::EncodeOptions::new().truncation(Some(truncation.clone()));

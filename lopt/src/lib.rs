@@ -38,6 +38,7 @@ mod engine;
 mod error;
 mod merge;
 mod options;
+mod parts;
 mod post;
 mod prefix;
 mod size;
@@ -48,7 +49,7 @@ mod tokenizer;
 pub use encoding::{Difference, Encoding};
 pub use engine::EngineKind;
 pub use error::{Error, ErrorKind};
-pub use options::EncodeOptions;
+pub use options::{EncodeOptions, SeedCache};
 pub use prefix::PrefixCacheStats;
 pub use size::parse_byte_size;
 pub use tokenizer::{

@@ -89,3 +89,29 @@ pub(crate) struct Settings<'a> {
     pub(crate) truncation: Option<&'a TruncationParams>,
     pub(crate) padding: Option<&'a PaddingParams>,
 }
+
+/// When the byte-level BPE engine builds its seeded pre-token cache (the merge result of every
+/// vocabulary entry of up to 15 bytes, shared by all threads). The tokens are the same in every
+/// mode: a word missing from the seed is merged from scratch. Other engines ignore it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SeedCache {
+    /// On a background thread started at load: loading does not wait for it, and encodes run
+    /// unseeded until it is there.
+    #[default]
+    Background,
+    /// Before loading returns (a warmed-up server; benchmarks that must not time the build).
+    Sync,
+    /// Never (measurements of the unseeded engine; the least memory).
+    Off,
+}
+
+impl std::fmt::Display for SeedCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SeedCache::Background => "background",
+            SeedCache::Sync => "sync",
+            SeedCache::Off => "off",
+        })
+    }
+}

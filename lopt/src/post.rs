@@ -20,7 +20,8 @@ use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 use tokenizers::{
-    PaddingParams, PaddingStrategy, PostProcessor, TruncationDirection, TruncationParams, TruncationStrategy,
+    PaddingParams, PaddingStrategy, PostProcessor, PostProcessorWrapper, TruncationDirection, TruncationParams,
+    TruncationStrategy,
 };
 
 use crate::encoding::{Encoding, Vocab};
@@ -34,7 +35,8 @@ type Specials<'a> = &'a [(u32, u32)];
 
 /// Finishes merged encodings for one tokenizer.
 pub(crate) struct Finisher {
-    hf: Arc<tokenizers::Tokenizer>,
+    /// The `tokenizer.json`'s post-processor, read without building HF's tokenizer.
+    post_processor: Option<PostProcessorWrapper>,
     vocab: Arc<Vocab>,
     /// The own path; `None` selects the HF path.
     own: Option<Own>,
@@ -74,20 +76,16 @@ enum Piece {
 }
 
 impl Finisher {
-    pub(crate) fn new(hf: Arc<tokenizers::Tokenizer>, json: &Value) -> Self {
-        // Sized by the largest id, not `get_vocab_size`: a vocabulary may have gaps (GPT-4o's ends
-        // at 199 999, its `<|endofprompt|>` is 200 018).
-        let all = hf.get_vocab(true);
-        let size = all.values().max().map_or(0, |&id| id as usize + 1);
-        let mut strings = vec![String::new(); size];
-        for (token, id) in all {
-            if let Some(slot) = usize::try_from(id).ok().and_then(|i| strings.get_mut(i)) {
-                *slot = token;
-            }
-        }
+    /// `strings` is every id's token string (`crate::parts::Vocabulary`), indexed by id.
+    pub(crate) fn new(post_processor: Option<PostProcessorWrapper>, strings: Vec<String>, json: &Value) -> Self {
         let vocab = Arc::new(Vocab { strings });
         let own = own_steps(&json["post_processor"], &vocab).and_then(own);
-        Finisher { hf, vocab, own, spaces: OnceLock::new() }
+        Finisher { post_processor, vocab, own, spaces: OnceLock::new() }
+    }
+
+    /// Whether the `tokenizer.json` has a post-processor.
+    pub(crate) fn has_post_processor(&self) -> bool {
+        self.post_processor.is_some()
     }
 
     /// Refuses truncation settings that HF refuses when they are set (`with_truncation`): a
@@ -112,7 +110,7 @@ impl Finisher {
 
     /// The number of special tokens the post-processor adds to one sequence.
     fn added_tokens(&self) -> usize {
-        self.hf.get_post_processor().map_or(0, |p| p.added_tokens(false))
+        self.post_processor.as_ref().map_or(0, |p| p.added_tokens(false))
     }
 
     /// Joins the segments of one text (segment `i` starts at byte `starts[i]`) and turns them
@@ -274,7 +272,7 @@ impl Finisher {
                 tokenizers::utils::truncation::truncate_encodings(encoding, None, &params).map_err(Error::encode)?.0;
         }
         let processed = catch_panic("tokenizers post-processing", || {
-            match self.hf.get_post_processor() {
+            match &self.post_processor {
                 Some(processor) => processor.process(encoding, None, settings.add_special_tokens),
                 None => <dyn PostProcessor>::default_process(vec![encoding], settings.add_special_tokens)
                     .map(|mut all| all.pop().unwrap_or_default()),

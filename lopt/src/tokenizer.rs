@@ -4,7 +4,7 @@
 //! are never touched).
 
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
@@ -18,7 +18,8 @@ use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{catch_panic, one_line, Error, ErrorKind, Result};
 use crate::merge::Run;
-use crate::options::{EncodeOptions, Settings};
+use crate::options::{EncodeOptions, SeedCache, Settings};
+use crate::parts;
 use crate::post::{pad, pad_ids, Finisher};
 use crate::prefix::{CachedRun, PrefixCache, PrefixCacheStats};
 use crate::spelling::canonicalize;
@@ -62,6 +63,7 @@ pub struct TokenizerBuilder {
     min_parallel_bytes: Option<usize>,
     engine: EngineKind,
     prefix_cache: usize,
+    seed_cache: SeedCache,
 }
 
 impl Default for TokenizerBuilder {
@@ -82,6 +84,7 @@ impl TokenizerBuilder {
             min_parallel_bytes: None,
             engine: EngineKind::Auto,
             prefix_cache: 0,
+            seed_cache: SeedCache::Background,
         }
     }
 
@@ -131,6 +134,13 @@ impl TokenizerBuilder {
         self
     }
 
+    /// When the byte-level BPE engine builds its seeded pre-token cache (default
+    /// [`SeedCache::Background`]); the tokens are the same in every mode.
+    pub fn seed_cache(mut self, mode: SeedCache) -> Self {
+        self.seed_cache = mode;
+        self
+    }
+
     /// Loads `tokenizer.json` from a file.
     ///
     /// # Errors
@@ -159,10 +169,17 @@ impl TokenizerBuilder {
         }
         let mut json: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| Error::new(ErrorKind::InvalidTokenizer, format!("tokenizer is not valid JSON: {e}")))?;
-        let hf = tokenizers::Tokenizer::from_bytes(bytes).map_err(|e| {
-            Error::new(ErrorKind::InvalidTokenizer, format!("not a valid tokenizer.json: {}", one_line(&e.to_string())))
-        })?;
-        let hf = Arc::new(hf);
+        let parts = parts::read(&json)?;
+        let strings = parts::vocab_strings(&json);
+        // HF's tokenizer is built now only when something at load needs it (its engine, or a
+        // vocabulary lopt does not read itself); otherwise on first use (`Tokenizer::hf`).
+        let hf_now = |hf: &OnceLock<HfResult>| -> Result<Arc<tokenizers::Tokenizer>> {
+            hf.get_or_init(|| build_hf(bytes)).clone().map_err(|m| Error::new(ErrorKind::InvalidTokenizer, m))
+        };
+        let hf: OnceLock<HfResult> = OnceLock::new();
+        if strings.is_none() {
+            hf_now(&hf)?;
+        }
         // HF (engine, oracle, post-processing) reads the file as written; the cut rule and the
         // native engines read one canonical spelling of it, the same for both.
         let equivalences = canonicalize(&mut json);
@@ -171,12 +188,10 @@ impl TokenizerBuilder {
             Err(reason) => (None, Parallelism::Sequential { reason }),
         };
         let (engine, engine_reason): (Box<dyn Engine>, Option<String>) = match self.engine {
-            EngineKind::Hf => (Box::new(HfEngine::new(Arc::clone(&hf))), None),
-            EngineKind::Auto | EngineKind::Native => match native_engine(&json) {
+            EngineKind::Hf => (Box::new(HfEngine::new(hf_now(&hf)?)), None),
+            EngineKind::Auto | EngineKind::Native => match native_engine(&json, self.seed_cache) {
                 Ok(engine) => (engine, None),
-                Err(reason) if self.engine == EngineKind::Auto => {
-                    (Box::new(HfEngine::new(Arc::clone(&hf))), Some(reason))
-                }
+                Err(reason) if self.engine == EngineKind::Auto => (Box::new(HfEngine::new(hf_now(&hf)?)), Some(reason)),
                 Err(reason) => {
                     return Err(Error::new(ErrorKind::InvalidConfig, format!("no native engine: {reason}")));
                 }
@@ -199,13 +214,27 @@ impl TokenizerBuilder {
             .build()
             .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
         let engine_is_hf = engine.name() == "hf";
-        let finisher = Finisher::new(Arc::clone(&hf), &json);
-        let defaults = EncodeOptions::new().truncation(hf.get_truncation().cloned()).padding(hf.get_padding().cloned());
+        let (strings, vocab_size) = match strings {
+            Some(vocabulary) => (vocabulary.strings, vocabulary.size),
+            None => {
+                let hf = hf_now(&hf)?;
+                (vocab_of(&hf), hf.get_vocab_size(true))
+            }
+        };
+        let finisher = Finisher::new(parts.post_processor, strings, &json);
+        let defaults = EncodeOptions::new().truncation(parts.truncation).padding(parts.padding);
         check_options(&finisher, &defaults)?;
+        // Freeing the parsed file (millions of small allocations for a large vocabulary, a tenth
+        // of the load) is left to a thread of its own: nothing waits for it. Without a thread it
+        // is freed here.
+        let _ = std::thread::Builder::new().name("lopt-free-json".into()).spawn(move || drop(json));
+        let source = if hf.get().is_some() { Vec::new() } else { bytes.to_vec() };
         Ok(Tokenizer {
             finisher,
             defaults,
             hf,
+            source,
+            vocab_size,
             engine,
             engine_reason,
             equivalences,
@@ -227,7 +256,13 @@ impl TokenizerBuilder {
 
 /// A tokenizer that encodes long texts in parallel, exactly as HF `tokenizers` would.
 pub struct Tokenizer {
-    hf: Arc<tokenizers::Tokenizer>,
+    /// HF's tokenizer of the same file, built on first use unless loading needed it.
+    hf: OnceLock<HfResult>,
+    /// The `tokenizer.json` bytes, kept to build [`hf`](Self::hf) on first use (empty once it
+    /// was built at load).
+    source: Vec<u8>,
+    /// HF's `get_vocab_size(true)`.
+    vocab_size: usize,
     engine: Box<dyn Engine>,
     /// Why no native engine was chosen (automatic choice only).
     engine_reason: Option<String>,
@@ -678,9 +713,8 @@ impl Tokenizer {
     /// # Errors
     /// [`ErrorKind::Encode`] when HF fails on the text.
     pub fn encode_sequential(&self, text: &str, add_special_tokens: bool) -> Result<Encoding> {
-        catch_panic("tokenizers", || {
-            self.hf.encode(text, add_special_tokens).map(Encoding::from).map_err(Error::encode)
-        })
+        let hf = self.hf()?;
+        catch_panic("tokenizers", || hf.encode(text, add_special_tokens).map(Encoding::from).map_err(Error::encode))
     }
 
     /// The byte positions where `text` would be cut into segments (empty when it is encoded
@@ -723,9 +757,54 @@ impl Tokenizer {
     }
 
     /// The HF tokenizer loaded from the same `tokenizer.json` (the reference implementation).
-    pub fn hf(&self) -> &tokenizers::Tokenizer {
-        &self.hf
+    /// With a native engine it is built on the first call (about as long as HF's
+    /// `Tokenizer::from_file`), not at load: encoding never needs it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidTokenizer`] when HF refuses the file (lopt's load checks every
+    /// component but the model as HF does, so this is HF refusing a model the native engine
+    /// accepted); the same error on every call.
+    pub fn hf(&self) -> Result<&tokenizers::Tokenizer> {
+        match self.hf.get_or_init(|| build_hf(&self.source)) {
+            Ok(hf) => Ok(hf),
+            Err(message) => Err(Error::new(ErrorKind::InvalidTokenizer, message.clone())),
+        }
     }
+
+    /// Whether the `tokenizer.json` has a post-processor (HF's `get_post_processor().is_some()`),
+    /// without building HF's tokenizer.
+    pub fn has_post_processor(&self) -> bool {
+        self.finisher.has_post_processor()
+    }
+
+    /// The number of ids, added tokens included (HF's `get_vocab_size(true)`), without building
+    /// HF's tokenizer.
+    pub fn vocab_size(&self) -> usize {
+        self.vocab_size
+    }
+}
+
+/// HF's tokenizer, or why HF refuses the file (one line).
+type HfResult = std::result::Result<Arc<tokenizers::Tokenizer>, String>;
+
+fn build_hf(bytes: &[u8]) -> HfResult {
+    tokenizers::Tokenizer::from_bytes(bytes)
+        .map(Arc::new)
+        .map_err(|e| format!("not a valid tokenizer.json: {}", one_line(&e.to_string())))
+}
+
+/// Every id's token string, read from HF's tokenizer (for vocabularies [`parts::vocab_strings`]
+/// does not read), up to the largest id.
+pub(crate) fn vocab_of(hf: &tokenizers::Tokenizer) -> Vec<String> {
+    let all = hf.get_vocab(true);
+    let size = all.values().max().map_or(0, |&id| id as usize + 1);
+    let mut strings = vec![String::new(); size];
+    for (token, id) in all {
+        if let Some(slot) = usize::try_from(id).ok().and_then(|i| strings.get_mut(i)) {
+            *slot = token;
+        }
+    }
+    strings
 }
 
 /// See [`Tokenizer::check_options`].
@@ -768,8 +847,8 @@ fn starts(mut cuts: Vec<usize>) -> Vec<usize> {
 
 /// The native engine for a tokenizer: byte-level BPE, else SentencePiece-style BPE, else WordPiece;
 /// otherwise why none.
-fn native_engine(json: &serde_json::Value) -> std::result::Result<Box<dyn Engine>, String> {
-    let bpe = match BpeEngine::new(json) {
+fn native_engine(json: &serde_json::Value, seed: SeedCache) -> std::result::Result<Box<dyn Engine>, String> {
+    let bpe = match BpeEngine::new(json, seed) {
         Ok(engine) => return Ok(Box::new(engine)),
         Err(reason) => reason,
     };

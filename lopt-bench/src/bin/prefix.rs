@@ -146,7 +146,8 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
                 }
             }
             if round < args.hf_rounds {
-                let (_, s) = seconds(|| Ok(std::hint::black_box(plain.hf().encode(prompt.as_str(), true))))?;
+                let hf = plain.hf()?;
+                let (_, s) = seconds(|| Ok(std::hint::black_box(hf.encode(prompt.as_str(), true))))?;
                 t.hf[i].push(s);
             }
         }

@@ -13,6 +13,7 @@ use std::time::Instant;
 use super::BpeEngine;
 use crate::engine::hf::HfEngine;
 use crate::engine::Engine;
+use crate::options::SeedCache;
 
 fn shared() -> PathBuf {
     std::env::var_os("LOPT_SHARED")
@@ -113,7 +114,7 @@ fn single_thread_throughput() {
         let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
         let hf = Arc::new(tokenizers::Tokenizer::from_bytes(&bytes).unwrap());
         let t = Instant::now();
-        let native = BpeEngine::new(&json).unwrap();
+        let native = BpeEngine::new(&json, SeedCache::Background).unwrap();
         let build = t.elapsed();
         let hf_engine = HfEngine::new(hf);
         for (corpus, (docs, warm)) in &texts {
@@ -144,7 +145,7 @@ fn pretoken_stats() {
     let name = std::env::var("LOPT_BENCH_TOKENIZERS").unwrap_or_else(|_| "qwen3".into());
     let path = shared().join("tokenizers").join(&name).join("tokenizer.json");
     let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
-    let engine = BpeEngine::new(&json).unwrap();
+    let engine = BpeEngine::new(&json, SeedCache::Background).unwrap();
     for corpus in ["en_verylong", "zh_long"] {
         let (docs, _) = docs(&format!("{corpus}.jsonl"), 8 << 20, 0);
         let mut hist = [0usize; 8];
@@ -204,9 +205,9 @@ fn seed_ab() {
         let _hf = tokenizers::Tokenizer::from_bytes(&bytes).unwrap();
         let hf_load = t.elapsed();
         let t = Instant::now();
-        let seeded = BpeEngine::new(&json).unwrap();
+        let seeded = BpeEngine::new(&json, SeedCache::Background).unwrap();
         let load = t.elapsed();
-        let mut plain = BpeEngine::new(&json).unwrap();
+        let mut plain = BpeEngine::new(&json, SeedCache::Background).unwrap();
         plain.seed = Arc::new(std::sync::OnceLock::new());
         let seed = seeded.seed.wait();
         println!(

@@ -43,6 +43,7 @@ use crate::boundary::{ceil_char_boundary, floor_char_boundary};
 use super::{Engine, Segment};
 use crate::boundary::CutRule;
 use crate::error::Result;
+use crate::options::SeedCache as Seeding;
 use added::AddedVocab;
 use cache::{Hit, SeedCache, WordCache};
 use model::{BpeModel, Scratch};
@@ -63,8 +64,9 @@ pub(crate) struct BpeEngine {
     /// Every short vocabulary entry's tokens ([`SeedCache`]), read by all threads when their own
     /// cache misses. Built on a background thread so that loading does not wait for it (about as
     /// long as the rest of the build); until it is there, words are merged as without it, which
-    /// gives the same tokens. `LOPT_SEED=sync` builds it before `new` returns, `LOPT_SEED=off`
-    /// never (measurements). The same thread (or `sync`) then builds the model's long-word search.
+    /// gives the same tokens. [`SeedCache::Sync`](crate::SeedCache::Sync) builds it before `new`
+    /// returns, [`SeedCache::Off`](crate::SeedCache::Off) never (measurements). The same thread
+    /// (or `Sync`) then builds the model's long-word search.
     seed: Arc<OnceLock<SeedCache>>,
     /// Pre-token caches, one lent to each running `encode_segment` (see [`cache`]).
     caches: Mutex<Vec<WordCache>>,
@@ -75,7 +77,7 @@ impl BpeEngine {
     ///
     /// # Errors
     /// The reason, naming the component, when some component is not one this engine reproduces.
-    pub(crate) fn new(json: &Value) -> std::result::Result<BpeEngine, String> {
+    pub(crate) fn new(json: &Value, seeding: Seeding) -> std::result::Result<BpeEngine, String> {
         let form = normalizer(&json["normalizer"])?;
         let mut stages = Vec::new();
         let mut byte_level = false;
@@ -102,13 +104,13 @@ impl BpeEngine {
         }
         let model = Arc::new(model);
         let seed = Arc::new(OnceLock::new());
-        match std::env::var("LOPT_SEED").as_deref() {
-            Ok("off") => {}
-            Ok("sync") => {
+        match seeding {
+            Seeding::Off => {}
+            Seeding::Sync => {
                 let _ = seed.set(model.seed_cache());
                 model.long_search();
             }
-            _ => {
+            Seeding::Background => {
                 let (model, seed) = (Arc::clone(&model), Arc::clone(&seed));
                 // Without a thread the engine simply runs unseeded.
                 let _ = std::thread::Builder::new().name("lopt-bpe-seed".into()).spawn(move || {
@@ -646,7 +648,7 @@ mod tests {
             "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false},
             "model": {"type": "BPE", "vocab": {}, "merges": []},
         });
-        let err = BpeEngine::new(&json).err().unwrap_or_default();
+        let err = BpeEngine::new(&json, Seeding::Off).err().unwrap_or_default();
         assert!(err.contains("Lowercase"), "{err}");
     }
 }
