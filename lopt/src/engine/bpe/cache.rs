@@ -9,6 +9,12 @@
 //! or, when those are too many, starts over. Results never depend on the cache: a cached word's
 //! tokens are the ones the model computes for it.
 //!
+//! Memory bound of one [`WordCache`]: its map grows to at most 2^17 slots of 16 bytes (2 MiB, for
+//! [`MAX_ENTRIES`] words), `tokens` to [`MAX_TOKENS`] pairs of 8 bytes (16 MiB) and `keys` to
+//! [`MAX_KEY_BYTES`] (2 MiB): at most 20 MiB per cache, and an engine holds one per concurrent
+//! `encode_segment` call it has seen (the pool's threads plus calling threads). The shared
+//! [`SeedCache`] has its own bound (its documentation): about 8 MiB for a 150K vocabulary.
+//!
 //! Layout: one [`U64Map`] from a key to a packed entry. The key of a word of at most [`SHORT`]
 //! bytes is its bytes (exact); a longer word's key is a hash of its bytes, and its length and
 //! bytes are kept in `keys` to check a hit. A one-token word keeps its id in the entry; others
