@@ -9,21 +9,6 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-/// Fixture tokenizers `verify` is run with (when present).
-const FIXTURES: &[&str] = &[
-    "qwen3",
-    "deepseek_v3",
-    "llama3_1",
-    "gptoss",
-    "gpt4o",
-    "claude",
-    "gemma3",
-    "llama2",
-    "gpt2",
-    "bert-base-uncased",
-    "bert-base-cased",
-];
-
 /// A tokenizer no native engine supports and whose split pattern has no argued cut rule: lopt
 /// encodes it sequentially with the HF engine.
 const SEQUENTIAL_TOKENIZER: &str = r#"{"version": "1.0", "truncation": null, "padding": null, "added_tokens": [],
@@ -67,15 +52,6 @@ fn sample(bytes: usize, seed: u64) -> String {
     let out = lopt(&["sample", "--bytes", &bytes.to_string(), "--seed", &seed.to_string()], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     text(&out.stdout).to_owned()
-}
-
-fn fixture(name: &str) -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    let shared = std::env::var_os("LOPT_SHARED").map_or_else(|| root.join("../shared"), PathBuf::from);
-    [shared.join("tokenizers"), root.join("fixtures/tokenizers")]
-        .into_iter()
-        .map(|dir| dir.join(name).join("tokenizer.json"))
-        .find(|p| p.is_file())
 }
 
 fn assert_one_line_error(out: &Output, expected: &str, what: &str) {
@@ -160,7 +136,7 @@ fn empty_input_is_valid() {
     let out = lopt(&["encode"], b"");
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert_eq!(text(&out.stdout), "{\"input_ids\":[],\"attention_mask\":[]}\n");
-    match fixture("llama3_1") {
+    match lopt_tests::fixture("llama3_1") {
         Some(path) => {
             let out = lopt(&["encode", "--tokenizer", path.to_str().expect("path")], b"");
             assert_eq!(text(&out.stdout), "{\"input_ids\":[128000],\"attention_mask\":[1]}\n", "BOS only");
@@ -220,11 +196,7 @@ fn verify_passes_with_the_default_tokenizer() {
 #[test]
 fn verify_passes_with_fixture_tokenizers() {
     let input = write_tmp("verify-fixtures.txt", sample(120_000, 9).as_bytes());
-    for name in FIXTURES {
-        let Some(path) = fixture(name) else {
-            eprintln!("NOTICE: fixture tokenizer {name} not found; its verify test is skipped");
-            continue;
-        };
+    for (name, path) in lopt_tests::available_fixtures() {
         let args = ["verify", "--tokenizer", path.to_str().expect("path"), "--threads", "3", "--chunk-size", "6000"];
         let out = lopt(&[&args[..], &[input.to_str().expect("path")]].concat(), b"");
         let stderr = text(&out.stderr);
