@@ -263,10 +263,10 @@ fn pretok_kernels() {
         let path = shared().join("tokenizers").join(name).join("tokenizer.json");
         let Ok(bytes) = std::fs::read(&path) else { continue };
         let json: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
-        let mut engine = BpeEngine::new(&json).unwrap();
+        let mut engine = BpeEngine::new(&json, SeedCache::Background).unwrap();
         let pre = std::mem::replace(&mut engine.pre_tokenizer, PreTokenizer::new(Vec::new()));
         let bulk = pre.with_kernel(Kernel::Bulk);
-        let scalar = BpeEngine::new(&json).unwrap().pre_tokenizer.with_kernel(Kernel::Scalar);
+        let scalar = BpeEngine::new(&json, SeedCache::Background).unwrap().pre_tokenizer.with_kernel(Kernel::Scalar);
         let pres = [&bulk, &scalar];
         for corpus in corpora.split(',') {
             let (docs, _) = docs(&format!("{corpus}.jsonl"), mb << 20, 0);
