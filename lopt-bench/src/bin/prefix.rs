@@ -7,8 +7,9 @@
 //! 2. *RAG*: one context of about 100K tokens, then `--questions` different questions after it.
 //! 3. *Miss-only*: unrelated documents, every one a miss: what the cache costs when it never helps.
 //!
-//! Each round builds fresh tokenizers (the cache starts empty) and runs the trace, timing lopt
-//! without the cache and with it on each prompt back to back (alternating which goes first);
+//! Each round builds fresh tokenizers (the cache starts empty), one per mode so that each sees
+//! every prompt once, and runs the trace, timing lopt without the cache and with it on each
+//! prompt back to back (alternating which goes first);
 //! HF's sequential `encode` is timed on the first `--hf-rounds` rounds only (it takes ~100 times
 //! longer). Reported: medians over rounds, per turn, of the full `Encoding` and of the ids-only
 //! mode (`encode_ids`, its own cached tokenizer so that each sees every prompt once); the four
@@ -47,6 +48,9 @@ struct Args {
     /// Cache bound in MiB
     #[arg(long, default_value_t = 256)]
     cache_mib: usize,
+    /// Which traces to run, comma-separated: conversation, rag, miss
+    #[arg(long, default_value = "conversation,rag,miss", value_delimiter = ',')]
+    traces: Vec<String>,
 }
 
 struct Template {
@@ -111,12 +115,16 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
         let build = |cache: usize| -> anyhow::Result<Tokenizer> {
             Ok(TokenizerBuilder::new().threads(args.threads).prefix_cache(cache).build_from_file(path)?)
         };
+        // One tokenizer per mode, so that each encodes every prompt once: a second encode of a
+        // text through the same tokenizer finds its words in the engine's pre-token cache.
         let plain = build(0)?;
+        let plain_ids = build(0)?;
         let cached = build(args.cache_mib << 20)?;
         let cached_ids = build(args.cache_mib << 20)?;
         let options = plain.options().clone();
         let warm = "warm up ".repeat(4096);
         plain.encode(&warm, true)?;
+        plain_ids.encode_ids(&warm, &options)?;
         cached.encode(&warm, true)?;
         cached_ids.encode_ids(&warm, &options)?;
         for (i, prompt) in prompts.iter().enumerate() {
@@ -134,7 +142,7 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
                         check(&mut want, e.ids(), round, i)?;
                     }
                     2 => {
-                        let (ids, s) = seconds(|| Ok(std::hint::black_box(plain.encode_ids(prompt, &options)?)))?;
+                        let (ids, s) = seconds(|| Ok(std::hint::black_box(plain_ids.encode_ids(prompt, &options)?)))?;
                         t.plain_ids[i].push(s);
                         check(&mut want, &ids, round, i)?;
                     }
@@ -257,22 +265,39 @@ fn main() -> anyhow::Result<()> {
             break;
         }
     }
-    let conversation = run_trace(&args, &path, &prompts)?;
-    let last = prompts.len() - 1;
-    let rows: Vec<usize> = [0, 1, last / 4, last / 2, 3 * last / 4, last - 1, last].into_iter().collect();
-    let mut rows = rows;
-    rows.dedup();
+    let wants = |trace: &str| args.traces.iter().any(|t| t == trace);
     println!(
         "## prefix reuse ({}, {} threads, {} rounds, HF on {}; chat template rendered)",
         args.tokenizer, args.threads, args.rounds, args.hf_rounds
     );
+    if wants("conversation") {
+        conversation(&args, &path, &prompts)?;
+    }
+    if wants("rag") {
+        rag(&args, &path, &t, &docs)?;
+    }
+    if wants("miss") {
+        miss_only(&args, &path, &t, &docs)?;
+    }
+    Ok(())
+}
+
+fn conversation(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<()> {
+    let conversation = run_trace(args, path, prompts)?;
+    let last = prompts.len() - 1;
+    let rows: Vec<usize> = [0, 1, last / 4, last / 2, 3 * last / 4, last - 1, last].into_iter().collect();
+    let mut rows = rows;
+    rows.dedup();
     report(
         &format!("conversation: {} turns to {} tokens", prompts.len(), conversation.tokens[last]),
         &conversation,
         &rows,
     );
+    Ok(())
+}
 
-    // RAG: ~100K tokens of context, different questions.
+/// RAG: ~100K tokens of context, different questions.
+fn rag(args: &Args, path: &PathBuf, t: &Template, docs: &[String]) -> anyhow::Result<()> {
     let mut context = String::new();
     for d in &docs[1..] {
         if context.len() > 420 * 1024 {
@@ -285,21 +310,24 @@ fn main() -> anyhow::Result<()> {
     let rag: Vec<String> = (0..args.questions)
         .map(|q| {
             let question = format!("Question {q}: what does the context say about item {}? Quote it.", q * 7 + 3);
-            render(&t, &[("system", &context), ("user", &question)])
+            render(t, &[("system", &context), ("user", &question)])
         })
         .collect();
-    let rag_t = run_trace(&args, &path, &rag)?;
+    let rag_t = run_trace(args, path, &rag)?;
     let n = rag.len() - 1;
     report(
         &format!("RAG: {} questions after {} tokens of context", rag.len(), rag_t.tokens[0]),
         &rag_t,
         &[0, 1, n / 2, n],
     );
+    Ok(())
+}
 
-    // Miss-only: unrelated documents.
+/// Miss-only: unrelated documents.
+fn miss_only(args: &Args, path: &PathBuf, t: &Template, docs: &[String]) -> anyhow::Result<()> {
     let misses: Vec<String> =
-        docs.iter().skip(1).take(12).map(|d| render(&t, &[("user", cut(d, 256 * 1024))])).collect();
-    let miss_t = run_trace(&args, &path, &misses)?;
+        docs.iter().skip(1).take(12).map(|d| render(t, &[("user", cut(d, 256 * 1024))])).collect();
+    let miss_t = run_trace(args, path, &misses)?;
     let rows: Vec<usize> = (0..misses.len()).collect();
     report("miss-only: unrelated documents", &miss_t, &rows);
     let mut ratios: Vec<f64> = (0..misses.len())
