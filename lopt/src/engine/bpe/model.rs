@@ -19,6 +19,7 @@
 //! suffix, no dropout. `ignore_merges` looks the whole pre-token up first, as HF does.
 
 mod backtrack;
+mod split;
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -75,6 +76,8 @@ pub(crate) struct BpeModel {
     ignore_merges: bool,
     /// Per BMP code point: the packed [`Premerge`] entry, 0 when the character starts as bytes.
     premerge: Vec<u64>,
+    /// Where pre-tokens may be cut into pieces that merge on their own ([`split`]).
+    cuts: split::Cuts,
     /// The linear-time search for pre-tokens of [`LONG_MIN`] bytes or more, built on first use
     /// (`None` when the merge ranks do not allow it; such words keep the heap merge).
     long: OnceLock<Option<backtrack::Backtrack>>,
@@ -168,8 +171,17 @@ impl BpeModel {
         // A repeated pair keeps its last rank, as HF's map does.
         let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
         let ignore_merges = model["ignore_merges"].as_bool().unwrap_or(false);
-        let mut model =
-            BpeModel { byte_ids, merges, vocab, token_len, ignore_merges, premerge: Vec::new(), long: OnceLock::new() };
+        let cuts = split::Cuts::new(vocab.keys().map(|t| &t[..]));
+        let mut model = BpeModel {
+            byte_ids,
+            merges,
+            vocab,
+            token_len,
+            ignore_merges,
+            premerge: Vec::new(),
+            cuts,
+            long: OnceLock::new(),
+        };
         model.premerge = premerge::table(&model);
         Ok(model)
     }
@@ -225,17 +237,41 @@ impl BpeModel {
                 return;
             }
         }
-        if word.len() >= LONG_MIN {
+        // Only words with a multi-byte character at an end are worth scanning for cuts (a
+        // Chinese run, perhaps after one ASCII byte).
+        if word[0] >= 0x80 || word[word.len() - 1] >= 0x80 {
+            self.cuts.pieces(word, |piece| self.encode_piece(piece, scratch, out));
+        } else {
+            self.encode_piece(word, scratch, out);
+        }
+    }
+
+    /// Appends the ids of `piece`, a pre-token or a piece of one between cuts.
+    #[inline]
+    fn encode_piece(&self, piece: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
+        if piece.len() == 1 {
+            out.push(self.byte_ids[usize::from(piece[0])]);
+            return;
+        }
+        if piece.len() >= LONG_MIN {
             if let Some(search) = self.long_search() {
-                if search.encode(self, word, &mut scratch.long, out) {
+                if search.encode(self, piece, &mut scratch.long, out) {
                     return;
                 }
             }
         }
         let Scratch { symbols, merge, .. } = scratch;
         symbols.clear();
-        self.initial_symbols(word, symbols);
-        merge_core::merge(&self.merges, symbols, merge, |id, _| out.push(id));
+        self.initial_symbols(piece, symbols);
+        // Most pieces of Chinese runs are one or two characters: at most one merge, no loop.
+        match symbols[..] {
+            [id] => out.push(id),
+            [a, b] => match self.merges.get(a, b) {
+                (NO_RANK, _) => out.extend([a, b]),
+                (_, merged) => out.push(merged),
+            },
+            _ => merge_core::merge(&self.merges, symbols, merge, |id, _| out.push(id)),
+        }
     }
 
     /// The symbols BPE starts from: one per byte, except that a character whose isolated merges
@@ -503,6 +539,73 @@ mod tests {
                 merge_core::merge_heap(&model.merges, &raw, &mut scratch.merge, |id, _| expected.push(id));
                 assert_eq!(got, expected, "{name}: {word:?}");
             }
+        }
+    }
+
+    /// Cutting changes no token, and it does cut Chinese: words from real text of the corpus
+    /// sample and from the vocabularies' own multi-character tokens (whose pairs must never be
+    /// cut), plus rare characters (4-byte, characters whose bytes are not one token), against BPE
+    /// from bytes without cuts.
+    #[test]
+    fn cuts_are_exact() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
+        let text = "滚滚长江东逝水，浪花淘尽英雄。是非成败转头空。话说天下大势分久必合合久必分周末七国分争并入于秦\
+                    及秦灭之后楚汉分争又并入于汉汉朝自高祖斩白蛇而起义一统天下後来光武中兴传至献帝遂分为三国\
+                    東京特許許可局カタカナひらがな한국어대한민국ÀéîõüЖизньΩμέγα𠀀𠀁😀🀄︀㐀㐁鿿豈﨩ｱｲ";
+        let chars: Vec<char> = text.chars().collect();
+        for name in ["qwen3", "gptoss", "gpt4o", "claude", "llama3_1", "deepseek_v3", "gpt2"] {
+            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
+                eprintln!("NOTICE: {name} not found; skipped");
+                continue;
+            };
+            let json: Value = serde_json::from_slice(&bytes).unwrap();
+            let model = BpeModel::from_json(&json["model"]).unwrap();
+            let mut multi: Vec<&[u8]> = model
+                .vocab
+                .keys()
+                .filter(|t| std::str::from_utf8(t).is_ok_and(|s| s.chars().count() >= 2 && !s.is_ascii()))
+                .map(|t| &t[..])
+                .collect();
+            multi.sort();
+            let mut scratch = Scratch::default();
+            let mut state = 0x9e37_79b9_7f4a_7c15u64;
+            let mut next = move || {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state
+            };
+            let (mut cut_words, mut words) = (0, 0);
+            for round in 0..6000 {
+                let mut word = String::new();
+                if round % 3 == 0 && !multi.is_empty() {
+                    for _ in 0..1 + next() % 4 {
+                        word.push_str(std::str::from_utf8(multi[(next() % multi.len() as u64) as usize]).unwrap());
+                    }
+                } else {
+                    let from = (next() % chars.len() as u64) as usize;
+                    let len = 1 + (next() % 50) as usize;
+                    word.extend(chars.iter().cycle().skip(from).take(len));
+                }
+                if next() % 4 == 0 {
+                    word.insert(0, [' ', 'a', '(', '\n'][(next() % 4) as usize]);
+                }
+                if model.ignore_merges && model.vocab.contains_key(word.as_bytes()) {
+                    continue;
+                }
+                let mut pieces = 0;
+                model.cuts.pieces(word.as_bytes(), |_| pieces += 1);
+                words += 1;
+                cut_words += usize::from(pieces > 1);
+                let (mut got, mut expected) = (Vec::new(), Vec::new());
+                model.encode(word.as_bytes(), &mut scratch, &mut got);
+                let raw: Vec<u32> = word.bytes().map(|b| model.byte_ids[usize::from(b)]).collect();
+                merge_core::merge_heap(&model.merges, &raw, &mut scratch.merge, |id, _| expected.push(id));
+                assert_eq!(got, expected, "{name}: {word:?}");
+            }
+            let (marked, bloom) = model.cuts.stats();
+            eprintln!("{name}: {cut_words} of {words} words cut; {marked} characters marked; Bloom {bloom} bytes");
+            assert!(cut_words * 4 > words, "{name}: too few cuts ({cut_words} of {words})");
         }
     }
 
