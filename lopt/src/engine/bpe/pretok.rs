@@ -406,6 +406,27 @@ fn white_space(c: Classes, s: &[u8], i: usize, line_breaks: bool) -> usize {
     let mut last_char = i;
     let mut last_break = None;
     while j < s.len() {
+        if s[j] == b' ' {
+            // A run of plain spaces (indentation, padding, tables): 8 bytes at a time, since
+            // such runs can be long and none of them is a line break.
+            let mut k = j + 1;
+            while let Some(chunk) = s.get(k..k + 8) {
+                let mut eight = [0u8; 8];
+                eight.copy_from_slice(chunk);
+                let other = u64::from_le_bytes(eight) ^ 0x2020_2020_2020_2020;
+                if other != 0 {
+                    k += (other.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                k += 8;
+            }
+            while k < s.len() && s[k] == b' ' {
+                k += 1;
+            }
+            last_char = k - 1;
+            j = k;
+            continue;
+        }
         let (class, len) = c.at(s, j);
         if class != SPACE {
             break;
@@ -705,6 +726,21 @@ mod tests {
             "ʰʲ ˈaː ǈǋ",
         ] {
             check(text);
+        }
+    }
+
+    /// Runs of 0-40 spaces (skipped 8 bytes at a time; lengths around multiples of 8) between every kind of neighbour: the
+    /// `\s+(?!\S)` back-off, line breaks and other white space before, inside and after the run.
+    #[test]
+    fn space_runs() {
+        let ends = ["", "x", "\n", "\r\n", "\t", "\u{3000}", "\u{a0}", "1", ".", "中", " \n"];
+        for n in [0, 1, 2, 3, 7, 8, 9, 10, 15, 16, 17, 24, 25, 33, 40] {
+            for before in ends {
+                for after in ends {
+                    check(&format!("{before}{}{after}", " ".repeat(n)));
+                    check(&format!("a{before}{}{after}{}b", " ".repeat(n), " ".repeat(n % 9)));
+                }
+            }
         }
     }
 

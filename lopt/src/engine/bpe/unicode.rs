@@ -457,7 +457,8 @@ mod tests {
     /// characters that change or may combine.
     #[test]
     fn ascii_skip_matches_bytewise() {
-        let pool: Vec<char> = "\u{301}\u{316}e\u{1100}\u{1161}\u{212b}\u{fb01}\u{ff21}\u{e9}\u{a0}한🙂".chars().collect();
+        let pool: Vec<char> =
+            "\u{301}\u{316}e\u{1100}\u{1161}\u{212b}\u{fb01}\u{ff21}\u{e9}\u{a0}한🙂".chars().collect();
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for form in [Form::Nfc, Form::Nfd, Form::Nfkc, Form::Nfkd] {
             for _ in 0..20_000 {
