@@ -76,8 +76,9 @@ pub(crate) struct BpeModel {
     ignore_merges: bool,
     /// Per BMP code point: the packed [`Premerge`] entry, 0 when the character starts as bytes.
     premerge: Vec<u64>,
-    /// Where pre-tokens may be cut into pieces that merge on their own ([`split`]).
-    cuts: split::Cuts,
+    /// Where pre-tokens may be cut into pieces that merge on their own ([`split`]), built on
+    /// first use (the seed thread's first Chinese entry builds it, off the loading path).
+    cuts: OnceLock<split::Cuts>,
     /// The linear-time search for pre-tokens of [`LONG_MIN`] bytes or more, built on first use
     /// (`None` when the merge ranks do not allow it; such words keep the heap merge).
     long: OnceLock<Option<backtrack::Backtrack>>,
@@ -171,7 +172,6 @@ impl BpeModel {
         // A repeated pair keeps its last rank, as HF's map does.
         let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
         let ignore_merges = model["ignore_merges"].as_bool().unwrap_or(false);
-        let cuts = split::Cuts::new(vocab.keys().map(|t| &t[..]));
         let mut model = BpeModel {
             byte_ids,
             merges,
@@ -179,7 +179,7 @@ impl BpeModel {
             token_len,
             ignore_merges,
             premerge: Vec::new(),
-            cuts,
+            cuts: OnceLock::new(),
             long: OnceLock::new(),
         };
         model.premerge = premerge::table(&model);
@@ -215,6 +215,11 @@ impl BpeModel {
         self.long.get_or_init(|| backtrack::Backtrack::new(self)).as_ref()
     }
 
+    /// The cut table, built now if it is not yet.
+    fn cuts(&self) -> &split::Cuts {
+        self.cuts.get_or_init(|| split::Cuts::new(self.vocab.keys().map(|t| &t[..])))
+    }
+
     /// Byte length of the model token `id` (0 for an id that is not the model's).
     #[inline]
     pub(crate) fn token_len(&self, id: u32) -> usize {
@@ -240,10 +245,50 @@ impl BpeModel {
         // Only words with a multi-byte character at an end are worth scanning for cuts (a
         // Chinese run, perhaps after one ASCII byte).
         if word[0] >= 0x80 || word[word.len() - 1] >= 0x80 {
-            self.cuts.pieces(word, |piece| self.encode_piece(piece, scratch, out));
+            self.encode_cut(word, scratch, out);
         } else {
             self.encode_piece(word, scratch, out);
         }
+    }
+
+    /// Appends the ids of `word` (valid UTF-8), encoding its pieces between cuts one by one
+    /// (`split`): most pieces of a Chinese run are one character, whose ids are its premerge
+    /// entry (both its edges are piece ends).
+    #[inline]
+    fn encode_cut(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
+        let cuts = self.cuts();
+        let n = word.len();
+        // The previous character's code point, `NONE` unless it has 2 or 3 bytes.
+        const NONE: usize = usize::MAX;
+        let (mut from, mut prev, mut i) = (0, NONE, 0);
+        while i < n {
+            let len = split::char_len(word[i]);
+            let cp = if (2..=3).contains(&len) && i + len <= n { decode_bmp(&word[i..i + len]) } else { NONE };
+            if prev != NONE && cp != NONE && cuts.is_cut(prev as u32, cp as u32) {
+                self.encode_one_piece(&word[from..i], prev, scratch, out);
+                from = i;
+            }
+            prev = cp;
+            i += len;
+        }
+        self.encode_one_piece(&word[from..], prev, scratch, out);
+    }
+
+    /// [`Self::encode_piece`], or straight from the premerge table when `piece` is the one
+    /// character `last` (its code point, or `NONE`).
+    #[inline(always)]
+    fn encode_one_piece(&self, piece: &[u8], last: usize, scratch: &mut Scratch, out: &mut Vec<u32>) {
+        if (2..=3).contains(&piece.len()) && last != usize::MAX && split::char_len(piece[0]) == piece.len() {
+            let entry = self.premerge.get(last).copied().unwrap_or(0);
+            if entry != 0 {
+                out.push(premerge::first(entry));
+                if let Some(second) = premerge::second(entry) {
+                    out.push(second);
+                }
+                return;
+            }
+        }
+        self.encode_piece(piece, scratch, out);
     }
 
     /// Appends the ids of `piece`, a pre-token or a piece of one between cuts.
@@ -594,7 +639,7 @@ mod tests {
                     continue;
                 }
                 let mut pieces = 0;
-                model.cuts.pieces(word.as_bytes(), |_| pieces += 1);
+                model.cuts().pieces(word.as_bytes(), |_| pieces += 1);
                 words += 1;
                 cut_words += usize::from(pieces > 1);
                 let (mut got, mut expected) = (Vec::new(), Vec::new());
@@ -603,7 +648,7 @@ mod tests {
                 merge_core::merge_heap(&model.merges, &raw, &mut scratch.merge, |id, _| expected.push(id));
                 assert_eq!(got, expected, "{name}: {word:?}");
             }
-            let (marked, bloom) = model.cuts.stats();
+            let (marked, bloom) = model.cuts().stats();
             eprintln!("{name}: {cut_words} of {words} words cut; {marked} characters marked; Bloom {bloom} bytes");
             assert!(cut_words * 4 > words, "{name}: too few cuts ({cut_words} of {words})");
         }

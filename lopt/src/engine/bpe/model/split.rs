@@ -38,7 +38,7 @@ pub(crate) struct Cuts {
 
 /// The byte length of the UTF-8 character that starts with `lead` (1 for a continuation byte).
 #[inline(always)]
-fn char_len(lead: u8) -> usize {
+pub(super) fn char_len(lead: u8) -> usize {
     match lead {
         0..=0xbf => 1,
         0xc0..=0xdf => 2,
@@ -152,7 +152,7 @@ impl Cuts {
     /// Whether the boundary between the characters `c` and `d` (code points; call only for
     /// characters of 2 or 3 bytes) is a cut: no token spans it.
     #[inline(always)]
-    fn is_cut(&self, c: u32, d: u32) -> bool {
+    pub(super) fn is_cut(&self, c: u32, d: u32) -> bool {
         let (Some(&fc), Some(&fd)) = (self.joins.get(c as usize), self.joins.get(d as usize)) else {
             return false;
         };
@@ -164,8 +164,8 @@ impl Cuts {
     }
 
     /// Calls `piece` with each piece of `word` (valid UTF-8) between its cuts, in order; the
-    /// pieces cover `word`.
-    #[inline]
+    /// pieces cover `word` (the tests' view of the cuts `BpeModel::encode_cut` makes).
+    #[cfg(test)]
     pub(crate) fn pieces(&self, word: &[u8], mut piece: impl FnMut(&[u8])) {
         let n = word.len();
         let mut from = 0;
