@@ -76,8 +76,8 @@ pub(crate) struct BpeModel {
     ignore_merges: bool,
     /// Per BMP code point: the packed [`Premerge`] entry, 0 when the character starts as bytes.
     premerge: Vec<u64>,
-    /// Where pre-tokens may be cut into pieces that merge on their own ([`split`]), built on
-    /// first use (the seed thread's first Chinese entry builds it, off the loading path).
+    /// Where pre-tokens may be cut into pieces that merge on their own ([`split`]), built with
+    /// the seed cache (off the loading path) or on first use.
     cuts: OnceLock<split::Cuts>,
     /// The linear-time search for pre-tokens of [`LONG_MIN`] bytes or more, built on first use
     /// (`None` when the merge ranks do not allow it; such words keep the heap merge).
@@ -190,6 +190,9 @@ impl BpeModel {
     /// the tokens [`Self::encode`] gives for those bytes (merged from scratch here, so a seeded
     /// value is exactly what a cold merge computes).
     pub(crate) fn seed_cache(&self) -> SeedCache {
+        // The cut table first: with `ignore_merges` the entries below never reach it, and the
+        // first Chinese word of a text should not wait for it.
+        self.cuts();
         let mut scratch = Scratch::default();
         let mut ids = Vec::new();
         let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(self.vocab.len() + self.vocab.len() / 4);
