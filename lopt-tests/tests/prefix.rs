@@ -260,6 +260,44 @@ fn eviction_keeps_the_bound() {
     assert_eq!(stats.hits, 30, "a repeated text is found again: {stats:?}");
 }
 
+/// Ids-only calls cache a long text with its ids alone except its last 32 KiB (where a next
+/// turn departs): a full call on such an entry encodes the missing columns first, and an edit
+/// inside an ids-only run reuses only what lies before that run.
+#[test]
+fn ids_only_entries_serve_full_calls() {
+    let fixtures = available_fixtures();
+    let Some((name, path)) = fixtures.iter().find(|(n, _)| *n == "qwen3").or(fixtures.first()) else { return };
+    let tokenizer = TokenizerBuilder::new()
+        .threads(2)
+        .min_parallel_bytes(1024)
+        .prefix_cache(64 << 20)
+        .build_from_file(path)
+        .unwrap();
+    let base = turn(name, "system", &generated_text(5, 160 * 1024));
+    let next = format!("{base}{}", turn(name, "user", "Summarize the above."));
+    let changed = edit(&next, next.len() / 3, 0, "CHANGED");
+    let steps = [
+        ("first, ids-only", &base, false),
+        ("next turn, ids-only", &next, false),
+        ("full call on an ids-only entry", &next, true),
+        ("edit inside an ids-only run", &changed, false),
+        ("full call after the edit", &changed, true),
+        ("back to the next turn, full", &next, true),
+    ];
+    for (step, text, full) in steps {
+        let want = tokenizer.encode_sequential(text, true).unwrap();
+        if full {
+            let got = tokenizer.encode(text, true).unwrap();
+            assert_eq!(got.first_difference(&want), None, "{name}: {step}");
+        } else {
+            let ids = tokenizer.encode_ids(text, tokenizer.options()).unwrap();
+            assert!(ids == want.ids(), "{name}: {step}");
+        }
+    }
+    let stats = tokenizer.prefix_cache_stats().unwrap();
+    assert!(stats.hits >= 3, "{name}: {stats:?}");
+}
+
 #[test]
 fn off_by_default_and_skipped_for_short_texts() {
     let Some((name, path)) = available_fixtures().into_iter().next() else { return };

@@ -14,7 +14,9 @@
 //! Invariants:
 //! * an entry's runs are the raw tokens of its text, in order: run `i` holds the first `len`
 //!   tokens of a segment starting at byte `start`, with `words` pre-tokens, and the runs' bytes
-//!   tile the text;
+//!   tile the text; a run that an ids-only call encoded holds a whole segment's ids only (no
+//!   offsets, word ids or word count), so the cache cuts at its start or end, never inside it,
+//!   and a full call encodes its columns before using it;
 //! * the bytes counted for the bound are each entry's text plus the columns of every segment it
 //!   references (segments shared between entries are counted once per entry: the bound is an
 //!   upper bound on memory held);
@@ -74,12 +76,26 @@ pub(crate) struct CachedRun {
     pub(crate) len: usize,
     pub(crate) start: usize,
     pub(crate) words: u32,
+    /// Whether `segment` holds its ids only (an ids-only call encoded it): then it is whole,
+    /// its word count is unknown, and no cut inside it can be read off its tokens.
+    ids_only: bool,
 }
 
 impl CachedRun {
     /// A whole segment.
     pub(crate) fn whole(segment: Arc<Segment>, start: usize) -> Self {
-        CachedRun { len: segment.ids.len(), words: segment.words, segment, start }
+        CachedRun { len: segment.ids.len(), words: segment.words, segment, start, ids_only: false }
+    }
+
+    /// A whole segment of which only the ids were encoded.
+    pub(crate) fn ids_only(ids: Vec<u32>, start: usize) -> Self {
+        let segment = Arc::new(Segment { ids, ..Segment::default() });
+        CachedRun { len: segment.ids.len(), words: 0, segment, start, ids_only: true }
+    }
+
+    /// Whether the run has its offsets and word ids (what a full encoding needs).
+    pub(crate) fn has_columns(&self) -> bool {
+        !self.ids_only
     }
 
     pub(crate) fn run(&self) -> Run<'_> {
@@ -288,7 +304,10 @@ impl Store {
 
 /// Memory of a segment's columns.
 fn segment_bytes(segment: &Segment) -> usize {
-    segment.ids.len() * (4 + 16 + 4) + segment.tokens.iter().map(|t| t.len() + 24).sum::<usize>()
+    segment.ids.len() * 4
+        + segment.offsets.len() * 16
+        + segment.word_ids.len() * 4
+        + segment.tokens.iter().map(|t| t.len() + 24).sum::<usize>()
 }
 
 /// Length of the common prefix of `a` and `b`, in bytes.
@@ -340,6 +359,9 @@ fn runs_before(runs: &[CachedRun], p: usize, len: usize) -> Option<Vec<CachedRun
     if local == 0 {
         return Some(before);
     }
+    if run.ids_only {
+        return None;
+    }
     let segment = &run.segment;
     let offsets = &segment.offsets[..run.len];
     let k = offsets.partition_point(|&(s, _)| s < local);
@@ -359,7 +381,7 @@ fn runs_before(runs: &[CachedRun], p: usize, len: usize) -> Option<Vec<CachedRun
     if !confirmed {
         return None;
     }
-    before.push(CachedRun { segment: Arc::clone(segment), len: k, start: run.start, words });
+    before.push(CachedRun { segment: Arc::clone(segment), len: k, start: run.start, words, ids_only: false });
     Some(before)
 }
 

@@ -33,7 +33,7 @@ pub(crate) fn plan(text: &str, rule: &CutRule, chunk_size: usize, overlap: usize
 
 /// The safe cut closest to `target` in `[max(target - half, floor), target + half]`; ties go
 /// forward.
-fn nearest_safe_cut(text: &str, rule: &CutRule, target: usize, floor: usize, half: usize) -> Option<usize> {
+pub(crate) fn nearest_safe_cut(text: &str, rule: &CutRule, target: usize, floor: usize, half: usize) -> Option<usize> {
     let lo = target.saturating_sub(half).max(floor);
     let hi = (target + half).min(text.len() - 1);
     let is_cut = |p: &usize| text.is_char_boundary(*p) && rule.is_safe(text, *p);

@@ -23,7 +23,7 @@ use crate::parts;
 use crate::post::{pad, pad_ids, Finisher};
 use crate::prefix::{CachedRun, PrefixCache, PrefixCacheStats};
 use crate::spelling::canonicalize;
-use crate::split::plan;
+use crate::split::{nearest_safe_cut, plan};
 
 /// Texts shorter than this many bytes are encoded in one piece by default with a native engine:
 /// below it, handing chunks to threads costs more than it saves (crossover measured between 8 and
@@ -36,6 +36,11 @@ pub const DEFAULT_MIN_PARALLEL_BYTES_HF: usize = 2 * 1024;
 
 /// Default search window around each chunk boundary, in bytes.
 pub const DEFAULT_OVERLAP: usize = 4096;
+
+/// How many final bytes of a text an ids-only call encodes with every column when it caches
+/// the text: the next text of a conversation or a RAG trace departs from it within them, and
+/// the prefix cache cuts inside a run only where it has the offsets and word ids.
+const FULL_TAIL: usize = 32 * 1024;
 
 /// The longest padding lopt accepts, in tokens: no model has a context near it, and a longer one
 /// (say, `Fixed(10^12)` from an untrusted file) would abort the process when it is allocated.
@@ -424,7 +429,7 @@ impl Tokenizer {
                     self.finisher.finish_runs(runs, settings, piece)
                 }
             };
-            if let Some(encoding) = self.encode_cached(text, finish)? {
+            if let Some(encoding) = self.encode_cached(text, true, finish)? {
                 return Ok(encoding);
             }
         }
@@ -437,7 +442,9 @@ impl Tokenizer {
             return Ok(self.encode_settings(text, settings)?.into_ids());
         }
         if self.uses_prefix_cache(text) {
-            if let Some(ids) = self.encode_cached(text, |runs| Ok(self.finisher.finish_ids_runs(runs, settings)))? {
+            if let Some(ids) =
+                self.encode_cached(text, false, |runs| Ok(self.finisher.finish_ids_runs(runs, settings)))?
+            {
                 return Ok(ids);
             }
         }
@@ -478,36 +485,57 @@ impl Tokenizer {
     /// part after the reused cut is planned and encoded (in parallel when it is long); `finish`
     /// turns the whole text's tokens into the result (the full encoding or its ids), post-processing
     /// the whole as without a cache. `None` when the cache cannot serve the text.
-    fn encode_cached<T>(&self, text: &str, finish: impl FnOnce(&[Run<'_>]) -> Result<T>) -> Result<Option<T>> {
+    ///
+    /// Without `full` (ids-only calls) the new part is encoded for its ids only, as without a
+    /// cache, except its last [`FULL_TAIL`] bytes: they keep every column, so that the next text
+    /// (a new turn, another question) can reuse a prefix ending inside them. A full call that
+    /// reuses ids-only runs encodes their columns first (and caches them).
+    fn encode_cached<T>(
+        &self,
+        text: &str,
+        full: bool,
+        finish: impl FnOnce(&[Run<'_>]) -> Result<T>,
+    ) -> Result<Option<T>> {
         let (Some(store), Some(rule)) = (self.prefix.as_ref().and_then(PrefixCache::store), &self.rule) else {
             return Ok(None);
         };
         let reuse = store.lookup(text, rule);
+        let complete = |runs: &[CachedRun]| !full || runs.iter().all(CachedRun::has_columns);
+        let whole = reuse.as_ref().is_some_and(|r| r.is_whole(text) && complete(r.entry.runs()));
         let runs: Vec<CachedRun> = match &reuse {
-            Some(reuse) if reuse.is_whole(text) => reuse.entry.runs().to_vec(),
+            Some(reuse) if whole => reuse.entry.runs().to_vec(),
             _ => {
                 let cut = reuse.as_ref().map_or(0, |r| r.cut);
                 let rest = &text[cut..];
                 let mut runs = reuse.as_ref().map_or_else(Vec::new, |r| r.runs.clone());
                 if !rest.is_empty() {
-                    let cuts = self.cut_points(rest);
-                    let segments = if cuts.is_empty() {
-                        vec![self.engine.encode_segment(rest)?]
+                    let starts = starts(self.cut_points(rest));
+                    let mut jobs: Vec<Vec<(std::ops::Range<usize>, bool)>> =
+                        ranges(&starts, rest.len()).into_iter().map(|r| vec![(r, full)]).collect();
+                    if !full {
+                        self.keep_columns_at_end(rest, rule, &mut jobs);
+                    }
+                    let encode = |(range, columns): &(std::ops::Range<usize>, bool)| -> Result<CachedRun> {
+                        let piece = &rest[range.clone()];
+                        Ok(if *columns {
+                            CachedRun::whole(Arc::new(self.engine.encode_segment(piece)?), cut + range.start)
+                        } else {
+                            CachedRun::ids_only(self.engine.encode_ids(piece, false)?, cut + range.start)
+                        })
+                    };
+                    let encoded: Vec<Vec<CachedRun>> = if jobs.len() == 1 {
+                        vec![jobs[0].iter().map(encode).collect::<Result<_>>()?]
                     } else {
-                        let ranges = ranges(&starts(cuts.clone()), rest.len());
                         self.pool.install(|| {
-                            ranges
-                                .par_iter()
-                                .map(|r| self.engine.encode_segment(&rest[r.clone()]))
+                            jobs.par_iter()
+                                .map(|job| job.iter().map(encode).collect::<Result<Vec<_>>>())
                                 .collect::<Result<Vec<_>>>()
                         })?
                     };
-                    runs.extend(
-                        segments
-                            .into_iter()
-                            .zip(starts(cuts))
-                            .map(|(segment, start)| CachedRun::whole(Arc::new(segment), cut + start)),
-                    );
+                    runs.extend(encoded.into_iter().flatten());
+                }
+                if !complete(&runs) {
+                    self.fill_columns(text, &mut runs)?;
                 }
                 runs
             }
@@ -515,10 +543,43 @@ impl Tokenizer {
         let borrowed: Vec<Run<'_>> = runs.iter().map(CachedRun::run).collect();
         let finished = finish(&borrowed)?;
         drop(borrowed);
-        if !reuse.as_ref().is_some_and(|r| r.is_whole(text)) {
+        if !whole {
             store.insert(text, runs, reuse.as_ref().map(|r| &r.entry));
         }
         Ok(Some(finished))
+    }
+
+    /// Splits the last job of an ids-only encode so that its final [`FULL_TAIL`] bytes (from a
+    /// safe cut of `rest` near there) are encoded with every column; nothing changes when the
+    /// job is shorter or no cut is near.
+    fn keep_columns_at_end(&self, rest: &str, rule: &CutRule, jobs: &mut [Vec<(std::ops::Range<usize>, bool)>]) {
+        let Some(job) = jobs.last_mut() else { return };
+        let Some((range, _)) = job.pop() else { return };
+        let (start, end) = (range.start, range.end);
+        let split = (end - start > 2 * FULL_TAIL)
+            .then(|| nearest_safe_cut(rest, rule, end - FULL_TAIL, start + 1, self.overlap / 2))
+            .flatten();
+        match split {
+            Some(at) => job.extend([(start..at, false), (at..end, true)]),
+            None => job.push((start..end, true)),
+        }
+    }
+
+    /// Encodes the columns of the ids-only runs among `runs` (whole segments: each spans from
+    /// its start to the next run's, bytes `text` shares with the cached text they came from).
+    fn fill_columns(&self, text: &str, runs: &mut [CachedRun]) -> Result<()> {
+        let ends: Vec<usize> = runs.iter().skip(1).map(|r| r.start).chain(std::iter::once(text.len())).collect();
+        let missing: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].has_columns()).collect();
+        let encode = |&i: &usize| self.engine.encode_segment(&text[runs[i].start..ends[i]]);
+        let segments: Vec<Segment> = if missing.len() == 1 {
+            missing.iter().map(encode).collect::<Result<_>>()?
+        } else {
+            self.pool.install(|| missing.par_iter().map(encode).collect::<Result<Vec<_>>>())?
+        };
+        for (i, segment) in missing.into_iter().zip(segments) {
+            runs[i] = CachedRun::whole(Arc::new(segment), runs[i].start);
+        }
+        Ok(())
     }
 
     /// [`encode_settings`](Self::encode_settings) without the prefix cache.
