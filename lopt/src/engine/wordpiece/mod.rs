@@ -109,17 +109,31 @@ impl Engine for WordPieceEngine {
     }
 
     fn encode_segment(&self, segment: &str) -> Result<Segment> {
+        self.encode(segment, true)
+    }
+
+    fn encode_ids(&self, segment: &str, _continuation: bool) -> Result<Vec<u32>> {
+        // A segment's start needs no continuation here: the pipeline has no Prepend.
+        Ok(self.encode(segment, false)?.ids)
+    }
+}
+
+impl WordPieceEngine {
+    /// Encodes a segment; without `full`, only its ids (the offset and word-id columns and the
+    /// token strings stay empty).
+    fn encode(&self, segment: &str, full: bool) -> Result<Segment> {
         // English runs about 3.2 bytes a token: a quarter of the length made every column grow
         // once (a copy of each, and fresh pages to fault in). Half covers nearly all text, and
         // the capacity never touched costs no pages.
         let capacity = segment.len() / 2 + 8;
+        let columns = if full { capacity } else { 0 };
         let mut out = Segment {
             ids: Vec::with_capacity(capacity),
-            offsets: Vec::with_capacity(capacity),
-            word_ids: Vec::with_capacity(capacity),
+            offsets: Vec::with_capacity(columns),
+            word_ids: Vec::with_capacity(columns),
             ..Segment::default()
         };
-        let mut scratch = Scratch::default();
+        let mut scratch = Scratch { full, ..Scratch::default() };
         match &self.added {
             None => self.piece(segment, 0, &mut out, &mut scratch)?,
             Some(added) => {
@@ -128,7 +142,7 @@ impl Engine for WordPieceEngine {
                 for split in splits {
                     match split {
                         Split::Text(s, e) => self.piece(&segment[s..e], s, &mut out, &mut scratch)?,
-                        Split::Token(id, s, e) => self.push_added(id, (s, e), &segment[s..e], &mut out),
+                        Split::Token(id, s, e) => self.push_added(id, (s, e), &segment[s..e], &mut out, full),
                     }
                 }
             }
@@ -145,6 +159,8 @@ struct Scratch {
     map: Vec<(usize, usize)>,
     /// Normalized characters of one input character.
     chars: Vec<char>,
+    /// Whether offsets, word ids and token strings are written (else only ids).
+    full: bool,
 }
 
 /// The word being accumulated.
@@ -159,8 +175,12 @@ enum Word {
 
 impl WordPieceEngine {
     /// Appends an added token as a word of its own; `value` is the text it matched.
-    fn push_added(&self, id: u32, offsets: (usize, usize), value: &str, out: &mut Segment) {
+    fn push_added(&self, id: u32, offsets: (usize, usize), value: &str, out: &mut Segment, full: bool) {
         out.ids.push(id);
+        if !full {
+            out.words += 1;
+            return;
+        }
         out.offsets.push(offsets);
         out.word_ids.push(out.words);
         out.added_words.push(out.words);
@@ -239,7 +259,7 @@ impl WordPieceEngine {
                     }
                     Kind::Punct(p) if p.is_ascii() => {
                         self.flush(&mut word, text, base, out, scratch)?;
-                        self.emit_word(&[p as u8], 1, out, |s, e| (base + i + s, base + i + e))?;
+                        self.emit_word(&[p as u8], 1, scratch.full, out, |s, e| (base + i + s, base + i + e))?;
                         last_ccc = 0;
                         i += 1;
                         continue;
@@ -265,7 +285,7 @@ impl WordPieceEngine {
                 Kind::Punct(p) | Kind::Cjk(p) => {
                     self.flush(&mut word, text, base, out, scratch)?;
                     let mut buf = [0u8; 4];
-                    self.emit_word(p.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
+                    self.emit_word(p.encode_utf8(&mut buf).as_bytes(), 1, scratch.full, out, |_, _| range)?;
                     last_ccc = 0;
                 }
                 Kind::Word(w) => {
@@ -287,7 +307,7 @@ impl WordPieceEngine {
                             Class::Punct => {
                                 self.flush(&mut word, text, base, out, scratch)?;
                                 let mut buf = [0u8; 4];
-                                self.emit_word(n.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
+                                self.emit_word(n.encode_utf8(&mut buf).as_bytes(), 1, scratch.full, out, |_, _| range)?;
                             }
                             Class::Word => {
                                 self.to_mapped(word, text, base, scratch);
@@ -340,7 +360,7 @@ impl WordPieceEngine {
                 Split::Token(id, s, e) => {
                     let (first, last) = (index(s), index(e) - 1);
                     let offsets = (base + chars[first].1 .0, base + chars[last].1 .1);
-                    self.push_added(id, offsets, &normalized[s..e], out);
+                    self.push_added(id, offsets, &normalized[s..e], out, scratch.full);
                 }
             }
         }
@@ -365,7 +385,7 @@ impl WordPieceEngine {
                 Class::Punct => {
                     self.flush(&mut word, text, base, out, scratch)?;
                     let mut buf = [0u8; 4];
-                    self.emit_word(c.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
+                    self.emit_word(c.encode_utf8(&mut buf).as_bytes(), 1, scratch.full, out, |_, _| range)?;
                 }
                 Class::Word => {
                     if word == Word::None {
@@ -414,27 +434,29 @@ impl WordPieceEngine {
                     scratch.bytes.clear();
                     scratch.bytes.extend(raw.iter().map(u8::to_ascii_lowercase));
                     let lowered = std::mem::take(&mut scratch.bytes);
-                    let r = self.emit_word(&lowered, e - s, out, |a, b| (s + a, s + b));
+                    let r = self.emit_word(&lowered, e - s, scratch.full, out, |a, b| (s + a, s + b));
                     scratch.bytes = lowered;
                     r
                 } else {
-                    self.emit_word(raw, e - s, out, |a, b| (s + a, s + b))
+                    self.emit_word(raw, e - s, scratch.full, out, |a, b| (s + a, s + b))
                 }
             }
             Word::Mapped => {
                 let chars = scratch.bytes.iter().filter(|&&b| (b & 0xc0) != 0x80).count();
                 let map = &scratch.map;
-                self.emit_word(&scratch.bytes, chars, out, |a, b| (map[a].0, map[b - 1].1))
+                self.emit_word(&scratch.bytes, chars, scratch.full, out, |a, b| (map[a].0, map[b - 1].1))
             }
         }
     }
 
-    /// Runs the model on one normalized word and appends its tokens as word `out.words`.
+    /// Runs the model on one normalized word and appends its tokens as word `out.words` (only
+    /// their ids without `full`).
     #[inline]
     fn emit_word(
         &self,
         word: &[u8],
         chars: usize,
+        full: bool,
         out: &mut Segment,
         offsets: impl Fn(usize, usize) -> (usize, usize),
     ) -> Result<()> {
@@ -442,6 +464,9 @@ impl WordPieceEngine {
         self.model
             .tokenize(word, chars, |id, s, e| {
                 out.ids.push(id);
+                if !full {
+                    return;
+                }
                 out.offsets.push(offsets(s, e));
                 out.word_ids.push(w);
                 if let Some(strings) = &self.strings {

@@ -57,6 +57,11 @@ impl Pair {
             (Err(w), Err(g)) if w.to_string() == g.to_string() => return None,
             (w, g) => return Some(format!("{}: hf {:?} vs native {:?}", self.name, w.err(), g.err())),
         };
+        // The ids-only path must give the same ids.
+        match self.native.encode_ids(text, false) {
+            Ok(ids) if ids == want.ids => {}
+            other => return Some(format!("{}: ids-only {:?} vs {:?} on {text:?}", self.name, other.ok(), want.ids)),
+        }
         if !got.tokens.is_empty() && got.tokens != want.tokens {
             return Some(format!("{}: token strings {:?} vs {:?} on {text:?}", self.name, want.tokens, got.tokens));
         }
