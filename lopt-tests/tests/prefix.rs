@@ -298,6 +298,32 @@ fn ids_only_entries_serve_full_calls() {
     assert!(stats.hits >= 3, "{name}: {stats:?}");
 }
 
+/// Regression: the plan of a long text may end with a tiny segment (a few bytes of the template);
+/// ids-only calls then kept the columns of that segment only, so a second question after the
+/// same context (departing ~80 bytes before the end, inside the ids-only run) missed.
+#[test]
+fn ids_only_questions_after_one_context_reuse_it() {
+    let fixtures = available_fixtures();
+    let Some((name, path)) = fixtures.iter().find(|(n, _)| *n == "qwen3").or(fixtures.first()) else { return };
+    let context = turn(name, "system", &generated_text(9, 120 * 1024));
+    // The only cut falls a few bytes before the end, after the point where the questions differ.
+    let tokenizer = TokenizerBuilder::new()
+        .threads(2)
+        .chunk_size(context.len() + 60)
+        .prefix_cache(64 << 20)
+        .build_from_file(path)
+        .unwrap();
+    for q in 0..3 {
+        let question = turn(name, "user", &format!("Question {q}: what about item {}?", q * 7));
+        let text = format!("{context}{question}{}", turn(name, "assistant", ""));
+        let want = tokenizer.encode_sequential(&text, true).unwrap();
+        let ids = tokenizer.encode_ids(&text, tokenizer.options()).unwrap();
+        assert!(ids == want.ids(), "{name}: question {q}");
+    }
+    let stats = tokenizer.prefix_cache_stats().unwrap();
+    assert_eq!((stats.hits, stats.misses), (2, 1), "{name}: {stats:?}");
+}
+
 #[test]
 fn off_by_default_and_skipped_for_short_texts() {
     let Some((name, path)) = available_fixtures().into_iter().next() else { return };

@@ -549,19 +549,26 @@ impl Tokenizer {
         Ok(Some(finished))
     }
 
-    /// Splits the last job of an ids-only encode so that its final [`FULL_TAIL`] bytes (from a
-    /// safe cut of `rest` near there) are encoded with every column; nothing changes when the
-    /// job is shorter or no cut is near.
+    /// Marks the jobs of an ids-only encode that cover the last [`FULL_TAIL`] bytes of `rest` to
+    /// be encoded with every column, splitting the job that holds that point at a safe cut of
+    /// `rest` near it (the plan may end with a tiny segment, so this is not always the last job);
+    /// a job too short to split, or with no cut near the point, keeps every column whole.
     fn keep_columns_at_end(&self, rest: &str, rule: &CutRule, jobs: &mut [Vec<(std::ops::Range<usize>, bool)>]) {
-        let Some(job) = jobs.last_mut() else { return };
-        let Some((range, _)) = job.pop() else { return };
-        let (start, end) = (range.start, range.end);
-        let split = (end - start > 2 * FULL_TAIL)
-            .then(|| nearest_safe_cut(rest, rule, end - FULL_TAIL, start + 1, self.overlap / 2))
-            .flatten();
-        match split {
-            Some(at) => job.extend([(start..at, false), (at..end, true)]),
-            None => job.push((start..end, true)),
+        let from = rest.len().saturating_sub(FULL_TAIL);
+        for job in jobs.iter_mut() {
+            let Some((range, _)) = job.pop() else { continue };
+            if range.end <= from {
+                job.push((range, false));
+                continue;
+            }
+            let split = (range.start + FULL_TAIL < from)
+                .then(|| nearest_safe_cut(rest, rule, from, range.start + 1, self.overlap / 2))
+                .flatten()
+                .filter(|&at| at < range.end);
+            match split {
+                Some(at) => job.extend([(range.start..at, false), (at..range.end, true)]),
+                None => job.push((range, true)),
+            }
         }
     }
 
