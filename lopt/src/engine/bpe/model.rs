@@ -592,8 +592,10 @@ mod tests {
 
     /// Cutting changes no token, and it does cut Chinese: words from real text of the corpus
     /// sample and from the vocabularies' own multi-character tokens (whose pairs must never be
-    /// cut), plus rare characters (4-byte, characters whose bytes are not one token), against BPE
-    /// from bytes without cuts.
+    /// cut), plus rare characters (4-byte, characters whose bytes are not one token), and every
+    /// token that starts or ends inside a character completed to text (the boundaries the
+    /// fragment flags guard; dropping any one kind of flag fails here), against BPE from bytes
+    /// without cuts.
     #[test]
     fn cuts_are_exact() {
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
@@ -651,7 +653,42 @@ mod tests {
                 merge_core::merge_heap(&model.merges, &raw, &mut scratch.merge, |id, _| expected.push(id));
                 assert_eq!(got, expected, "{name}: {word:?}");
             }
+            // Tokens that start or end inside a character, completed to valid text in several
+            // ways: the boundaries the fragment flags guard.
+            let mut fragments: Vec<&[u8]> =
+                model.vocab.keys().filter(|t| std::str::from_utf8(t).is_err()).map(|t| &t[..]).collect();
+            fragments.sort();
+            let mut completed = 0;
+            for (k, token) in fragments.iter().enumerate() {
+                let cont = token.iter().take_while(|&&b| b & 0xc0 == 0x80).count();
+                for (lead, fill) in [(&[0xe4u8, 0xb8][..], 0x80u8), (&[0xd0][..], 0xa0), (&[0xe9, 0x9a][..], 0xb8)] {
+                    let mut word: Vec<u8> = match cont {
+                        0 => Vec::new(),
+                        1 => lead.to_vec(),
+                        2 => vec![lead[0] | 0xe0],
+                        _ => vec![0xf0],
+                    };
+                    word.extend_from_slice(token);
+                    while std::str::from_utf8(&word).is_err_and(|e| e.error_len().is_none()) {
+                        word.push(fill);
+                    }
+                    let Ok(text) = std::str::from_utf8(&word) else { continue };
+                    let context = ["", "中", "国人", "a"][k % 4];
+                    for word in [text.to_string(), format!("{context}{text}{context}")] {
+                        if model.ignore_merges && model.vocab.contains_key(word.as_bytes()) {
+                            continue;
+                        }
+                        let (mut got, mut expected) = (Vec::new(), Vec::new());
+                        model.encode(word.as_bytes(), &mut scratch, &mut got);
+                        let raw: Vec<u32> = word.bytes().map(|b| model.byte_ids[usize::from(b)]).collect();
+                        merge_core::merge_heap(&model.merges, &raw, &mut scratch.merge, |id, _| expected.push(id));
+                        assert_eq!(got, expected, "{name}: {word:?}");
+                        completed += 1;
+                    }
+                }
+            }
             let (marked, bloom) = model.cuts().stats();
+            eprintln!("{name}: {completed} words around {} fragment tokens", fragments.len());
             eprintln!("{name}: {cut_words} of {words} words cut; {marked} characters marked; Bloom {bloom} bytes");
             assert!(cut_words * 4 > words, "{name}: too few cuts ({cut_words} of {words})");
         }

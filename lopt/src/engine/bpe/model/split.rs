@@ -105,14 +105,23 @@ impl Cuts {
                         }
                     }
                     (false, false) => {
-                        // Either side's characters may be marked; the side with fewer
-                        // characters is: a 2-byte fragment ends 16 characters and starts 64,
-                        // one continuation byte ends about 1,000, a 2-byte lead starts 64 and
-                        // a 3-byte lead 4,096. (Longer than 3 bytes: no character has it.)
-                        if left.len() >= 2 || right.len() >= 2 || char_len(right[0]) != 2 {
-                            left_fragments.insert(pack(left));
+                        // Either side's characters may be marked; the side with fewer BMP
+                        // characters is. A 2-byte left fragment ends 16 of them, one
+                        // continuation byte about 1,050. A 2-byte lead starts 64, a 3-byte lead
+                        // with one continuation byte 64, alone 4,096; a 4-byte lead none (no cut
+                        // is made next to a 4-byte character).
+                        let left_count = if left.len() >= 2 { 16 } else { 1056 };
+                        let right_count = match (char_len(right[0]), right.len()) {
+                            (3, 1) => 4096,
+                            (2, _) | (3, _) => 64,
+                            _ => 0,
+                        };
+                        if right_count < left_count {
+                            if right_count > 0 {
+                                right_fragments.insert(pack(right));
+                            }
                         } else {
-                            right_fragments.insert(pack(right));
+                            left_fragments.insert(pack(left));
                         }
                     }
                 }
