@@ -10,7 +10,10 @@
 //! [`LONG_MIN`] bytes or more go to a linear-time search with the same output
 //! ([`backtrack`]). Multi-byte characters whose own
 //! merges provably come first start merged ([`premerge`], argued there and checked against BPE
-//! from bytes on the real vocabularies), which divides the work on CJK text by about three.
+//! from bytes on the real vocabularies), which divides the work on CJK text by about three, and
+//! a pre-token with a multi-byte character at an end is first cut between characters that no
+//! token spans ([`split`]), each piece merged alone (most pieces of a Chinese run are one
+//! character, whose ids are its premerge entry).
 //!
 //! Invariants checked when the model is built (anything else is refused, and HF serves the
 //! tokenizer): every byte's character is in the vocabulary (so no character is ever dropped or
