@@ -13,6 +13,8 @@
 //! (as its value); a unit's `TERMINAL` bit is set exactly when its value is not `NONE`; bases stay
 //! below `TERMINAL` (that many units would be 16 GiB).
 
+use std::collections::HashMap;
+
 const NONE: u32 = u32::MAX;
 
 /// A byte trie of the vocabulary, as a double array: the child of `node` by byte `b` is
@@ -38,36 +40,18 @@ struct Unit {
 /// The bit of `Unit::base` marking a node that ends a vocabulary entry.
 const TERMINAL: u32 = 1 << 31;
 
-/// The free units of a double array under construction, doubly linked in index order: the
-/// candidates where a node's lowest child may go. A unit that was tried as such and rejected
-/// [`MAX_TRIES`] times leaves the list while staying free (a later node's children may still land
-/// on it): otherwise the first-fit search walks the same crowded stretch again for every node, the
-/// most of the build time of a 30K vocabulary.
+/// The free units of a double array under construction, doubly linked in index order.
 struct FreeList {
     next: Vec<u32>,
     prev: Vec<u32>,
-    /// Whether the unit is in the list (`false` once taken or retired).
-    listed: Vec<bool>,
-    /// How often the unit was tried and rejected as a lowest child's slot.
-    tries: Vec<u8>,
     head: u32,
     tail: u32,
 }
 
-/// Rejections after which a free unit is no longer tried (see [`FreeList`]).
-const MAX_TRIES: u8 = 4;
-
 impl FreeList {
     /// No free unit among the first `taken` units.
     fn new(taken: usize) -> FreeList {
-        FreeList {
-            next: vec![NONE; taken],
-            prev: vec![NONE; taken],
-            listed: vec![false; taken],
-            tries: vec![0; taken],
-            head: NONE,
-            tail: NONE,
-        }
+        FreeList { next: vec![NONE; taken], prev: vec![NONE; taken], head: NONE, tail: NONE }
     }
 
     /// Appends `n` free units; returns the first.
@@ -79,8 +63,6 @@ impl FreeList {
             values.push(NONE);
             self.next.push(NONE);
             self.prev.push(self.tail);
-            self.listed.push(true);
-            self.tries.push(0);
             if self.tail == NONE {
                 self.head = i;
             } else {
@@ -91,11 +73,7 @@ impl FreeList {
         first
     }
 
-    /// Takes unit `i` out of the list (no-op when it is not in it).
     fn remove(&mut self, i: usize) {
-        if !std::mem::replace(&mut self.listed[i], false) {
-            return;
-        }
         let (p, n) = (self.prev[i], self.next[i]);
         if p == NONE {
             self.head = n;
@@ -111,39 +89,42 @@ impl FreeList {
 }
 
 impl Trie {
-    /// Builds the trie of `entries`, which are sorted by their bytes and distinct.
     fn build(entries: &[(&[u8], u32)]) -> Trie {
-        // Breadth first from the root, each node a range of `entries` that share its bytes (so
-        // no plain trie is built first: a node's children are the runs of equal bytes after that
-        // prefix), each node's children placed at the first base where all their slots are free.
-        let mut units = vec![Unit { check: 0, base: 0 }];
-        let mut unit_values = vec![NONE];
-        let mut free = FreeList::new(units.len());
-        // (first entry, end, depth, unit): the entries with the node's `depth` bytes as prefix.
-        let mut queue = std::collections::VecDeque::from([(0usize, entries.len(), 0usize, 0usize)]);
-        // The children of the node at hand: (label, first entry, end).
-        let mut edges: Vec<(u8, usize, usize)> = Vec::new();
-        if let Some(&(b"", id)) = entries.first() {
-            unit_values[0] = id;
-            units[0].base |= TERMINAL;
+        // A plain trie first (adjacency lists), then each node's children placed at the first
+        // base where all their slots are free.
+        let mut kids: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut values: Vec<u32> = vec![NONE];
+        for &(bytes, id) in entries {
+            let mut node = 0usize;
+            for &b in bytes {
+                let found = kids[node].iter().find(|(l, _)| *l == b).map(|&(_, t)| t as usize);
+                node = match found {
+                    Some(t) => t,
+                    None => {
+                        let t = kids.len();
+                        kids.push(Vec::new());
+                        values.push(NONE);
+                        kids[node].push((b, t as u32));
+                        t
+                    }
+                };
+            }
+            values[node] = id;
         }
-        while let Some((lo, hi, depth, at)) = queue.pop_front() {
-            edges.clear();
-            // Sorted: the entry equal to the prefix (if any) comes first, then runs by next byte.
-            let mut i = lo;
-            while i < hi && entries[i].0.len() == depth {
-                i += 1;
+        let mut units = vec![Unit { check: 0, base: 0 }];
+        let mut unit_values = vec![values[0]];
+        let mut free = FreeList::new(units.len());
+        // Plain node -> double-array index; breadth first from the root.
+        let mut index = vec![0u32; kids.len()];
+        let mut queue = std::collections::VecDeque::from([0usize]);
+        while let Some(node) = queue.pop_front() {
+            let edges = &mut kids[node];
+            if edges.is_empty() {
+                continue;
             }
-            while i < hi {
-                let label = entries[i].0[depth];
-                let first = i;
-                while i < hi && entries[i].0[depth] == label {
-                    i += 1;
-                }
-                edges.push((label, first, i));
-            }
-            let (Some(&(lowest, ..)), Some(&(highest, ..))) = (edges.first(), edges.last()) else { continue };
-            let (lowest, highest) = (usize::from(lowest), usize::from(highest));
+            edges.sort_unstable_by_key(|&(l, _)| l);
+            let lowest = usize::from(edges[0].0);
+            let highest = usize::from(edges[edges.len() - 1].0);
             // The first free unit that can hold the lowest child while the others are free too.
             let mut f = free.head;
             let base = loop {
@@ -156,34 +137,31 @@ impl Trie {
                     let base = candidate - lowest;
                     if edges
                         .iter()
-                        .all(|&(l, ..)| !matches!(units.get(base + usize::from(l)), Some(u) if u.check != NONE))
+                        .all(|&(l, _)| !matches!(units.get(base + usize::from(l)), Some(u) if u.check != NONE))
                     {
                         break base;
                     }
                 }
                 f = free.next[candidate];
-                free.tries[candidate] += 1;
-                if free.tries[candidate] >= MAX_TRIES {
-                    free.remove(candidate);
-                }
             };
             while units.len() <= base + highest {
                 free.grow(&mut units, &mut unit_values, 256);
             }
+            let at = index[node] as usize;
             units[at].base |= base as u32;
-            for &(l, first, end) in &edges {
+            for &(l, child) in edges.iter() {
                 let slot = base + usize::from(l);
                 free.remove(slot);
-                // The child's own entry, if any, is the first of its run (the shortest).
-                let value = match entries[first] {
-                    (bytes, id) if bytes.len() == depth + 1 => id,
-                    _ => NONE,
-                };
+                let value = values[child as usize];
                 let terminal = if value == NONE { 0 } else { TERMINAL };
                 units[slot] = Unit { check: at as u32, base: terminal };
                 unit_values[slot] = value;
-                queue.push_back((first, end, depth + 1, slot));
+                index[child as usize] = slot as u32;
+                queue.push_back(child as usize);
             }
+        }
+        if values[0] != NONE {
+            units[0].base |= TERMINAL;
         }
         Trie { units, values: unit_values }
     }
@@ -233,41 +211,9 @@ pub(super) struct WordPiece {
     continuation: u32,
     unk: Option<u32>,
     max_chars: usize,
-    vocab: Vocabulary,
-}
-
-/// The vocabulary's strings in one buffer, sorted: looked up at load (the unknown token, added
-/// tokens) and listed by id, never while encoding, so a binary search serves and no string is
-/// allocated on its own (a hash map of owned strings was a fifth of the load of a 30K vocabulary).
-#[derive(Debug)]
-struct Vocabulary {
-    text: String,
-    /// `(start, end, id)` of each entry in `text`, sorted by the entry's bytes; distinct entries.
-    entries: Vec<(u32, u32, u32)>,
-}
-
-impl Vocabulary {
-    /// From `(token, id)` pairs with distinct tokens, sorted by their bytes.
-    fn new(sorted: &[(&str, u32)]) -> Result<Vocabulary, String> {
-        let mut text = String::with_capacity(sorted.iter().map(|(t, _)| t.len()).sum());
-        let mut entries = Vec::with_capacity(sorted.len());
-        for &(token, id) in sorted {
-            let start = u32::try_from(text.len()).map_err(|_| "WordPiece vocabulary over 4 GiB")?;
-            text.push_str(token);
-            let end = u32::try_from(text.len()).map_err(|_| "WordPiece vocabulary over 4 GiB")?;
-            entries.push((start, end, id));
-        }
-        Ok(Vocabulary { text, entries })
-    }
-
-    fn token(&self, &(start, end, _): &(u32, u32, u32)) -> &str {
-        self.text.get(start as usize..end as usize).unwrap_or_default()
-    }
-
-    fn id(&self, token: &str) -> Option<u32> {
-        let at = self.entries.binary_search_by(|e| self.token(e).as_bytes().cmp(token.as_bytes())).ok()?;
-        Some(self.entries[at].2)
-    }
+    /// Number of distinct vocabulary entries (HF's `get_vocab_size`).
+    vocab_size: usize,
+    vocab: HashMap<String, u32>,
 }
 
 /// Why a word could not be tokenized: HF's `MissingUnkToken`.
@@ -282,16 +228,11 @@ impl std::fmt::Display for MissingUnk {
 impl WordPiece {
     pub(super) fn from_json(model: &serde_json::Value) -> Result<WordPiece, String> {
         let vocab_json = model["vocab"].as_object().ok_or("WordPiece model without a vocab object")?;
-        // Distinct keys (a JSON object's); already sorted when the map is serde_json's BTreeMap.
-        let mut sorted: Vec<(&str, u32)> = Vec::with_capacity(vocab_json.len());
+        let mut vocab = HashMap::with_capacity(vocab_json.len());
         for (token, id) in vocab_json {
             let id = id.as_u64().and_then(|i| u32::try_from(i).ok()).ok_or("WordPiece vocab id is not a u32")?;
-            sorted.push((token.as_str(), id));
+            vocab.insert(token.clone(), id);
         }
-        if !sorted.is_sorted_by(|a, b| a.0.as_bytes() <= b.0.as_bytes()) {
-            sorted.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        }
-        let vocab = Vocabulary::new(&sorted)?;
         let unk_token = model["unk_token"].as_str().unwrap_or("[UNK]").to_owned();
         let prefix = model["continuing_subword_prefix"].as_str().unwrap_or("##").to_owned();
         let max_chars = match &model["max_input_chars_per_word"] {
@@ -301,10 +242,18 @@ impl WordPiece {
                 .and_then(|m| usize::try_from(m).ok())
                 .ok_or("max_input_chars_per_word is not an unsigned integer")?,
         };
-        let entries: Vec<(&[u8], u32)> = sorted.iter().map(|&(t, id)| (t.as_bytes(), id)).collect();
+        let mut entries: Vec<(&[u8], u32)> = vocab.iter().map(|(t, &id)| (t.as_bytes(), id)).collect();
+        entries.sort_unstable();
         let trie = Trie::build(&entries);
         let continuation = trie.walk(0, prefix.as_bytes());
-        Ok(WordPiece { trie, continuation, unk: vocab.id(&unk_token), max_chars, vocab })
+        Ok(WordPiece {
+            trie,
+            continuation,
+            unk: vocab.get(&unk_token).copied(),
+            max_chars,
+            vocab_size: vocab.len(),
+            vocab,
+        })
     }
 
     #[cfg(test)]
@@ -312,23 +261,22 @@ impl WordPiece {
         self.trie.units.len()
     }
 
-    /// Number of distinct vocabulary entries (HF's `get_vocab_size`).
     pub(super) fn vocab_size(&self) -> usize {
-        self.vocab.entries.len()
+        self.vocab_size
     }
 
     /// Token string by id (HF's `id_to_token`), for engines that must fill token strings.
     pub(super) fn strings(&self) -> Vec<String> {
-        let size = self.vocab.entries.iter().map(|e| e.2).max().map_or(0, |m| m as usize + 1);
+        let size = self.vocab.values().max().map_or(0, |&m| m as usize + 1);
         let mut strings = vec![String::new(); size];
-        for entry in &self.vocab.entries {
-            self.vocab.token(entry).clone_into(&mut strings[entry.2 as usize]);
+        for (token, &id) in &self.vocab {
+            strings[id as usize].clone_from(token);
         }
         strings
     }
 
     pub(super) fn token_to_id(&self, token: &str) -> Option<u32> {
-        self.vocab.id(token)
+        self.vocab.get(token).copied()
     }
 
     /// Tokenizes one normalized pre-token of `chars` characters; `emit(id, start, end)` receives
@@ -409,31 +357,6 @@ mod tests {
         let mut out = Vec::new();
         m.tokenize(w.as_bytes(), w.chars().count(), |i, s, e| out.push((i, s, e))).ok().unwrap();
         out
-    }
-
-    #[test]
-    fn vocabulary_lookup_by_string_and_id() {
-        let vocab = Vocabulary::new(&[("##a", 3), ("[UNK]", 0), ("b", 1), ("ba", 2)]).unwrap();
-        assert_eq!(vocab.id("ba"), Some(2));
-        assert_eq!(vocab.id("##a"), Some(3));
-        assert_eq!(vocab.id("c"), None);
-        let m = model(&["[UNK]", "b", "ba", "##a"]);
-        assert_eq!(m.strings(), vec!["[UNK]", "b", "ba", "##a"]);
-        assert_eq!(m.token_to_id("[UNK]"), Some(0));
-        assert_eq!(m.vocab_size(), 4);
-    }
-
-    #[test]
-    fn trie_with_retired_free_units_finds_every_entry() {
-        // Many siblings under many parents: the first-fit search retires crowded units.
-        let words: Vec<String> = (0..2000).map(|i| format!("{:x}{}", i * 7919 % 4096, i % 13)).collect();
-        let mut vocab: Vec<&str> = vec!["[UNK]"];
-        vocab.extend(words.iter().map(String::as_str));
-        let m = model(&vocab);
-        for (i, w) in vocab.iter().enumerate().skip(1) {
-            let want = m.token_to_id(w).unwrap();
-            assert_eq!(m.trie.longest(0, w.as_bytes()), Some((w.len(), want)), "entry {i} {w}");
-        }
     }
 
     #[test]
