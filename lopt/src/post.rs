@@ -115,18 +115,24 @@ impl Finisher {
 
     /// Joins the segments of one text (segment `i` starts at byte `starts[i]`) and turns them
     /// into the text's final [`Encoding`] as `settings` say. With several segments its parallel
-    /// part runs on the current rayon pool (the caller's `install`); one segment is finished on
-    /// the calling thread.
+    /// part runs on `pool`, or on the current rayon pool (the caller's `install`) when it is
+    /// `None`; one segment is finished on the calling thread.
     ///
     /// # Errors
     /// [`ErrorKind::Encode`] when HF's post-processing fails (for example a truncation stride
     /// larger than `max_length`) or `max_length` cannot hold the special tokens.
-    pub(crate) fn finish(&self, starts: &[usize], segments: Vec<Segment>, settings: Settings<'_>) -> Result<Encoding> {
+    pub(crate) fn finish(
+        &self,
+        starts: &[usize],
+        segments: Vec<Segment>,
+        settings: Settings<'_>,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Encoding> {
         let own = match &self.own {
             Some(own) if settings.truncation.is_none() && settings.padding.is_none() => own,
             _ => return self.finish_hf(merge(starts, segments), settings),
         };
-        Ok(assemble(starts, segments, &self.layout(own, settings), &self.vocab))
+        Ok(assemble(starts, segments, &self.layout(own, settings), &self.vocab, pool))
     }
 
     /// [`finish`](Self::finish) for a text whose tokens are `runs` (borrowed: a cached prefix
@@ -150,7 +156,7 @@ impl Finisher {
             parts.extend(Part::of(run.segment, run.len, run.start, words_before).pieces(split));
             words_before += run.words;
         }
-        let mut encoding = assemble_parts(&parts, &layout, &self.vocab);
+        let mut encoding = assemble_parts(&parts, &layout, &self.vocab, None);
         let text_tokens: usize = runs.iter().map(|r| r.len).sum();
         if text_tokens > 0 && runs.iter().all(|r| r.segment.tokens.len() == r.segment.ids.len()) {
             let mut all = Vec::with_capacity(encoding.len());

@@ -594,7 +594,7 @@ impl Tokenizer {
         self.encode_plain(
             text,
             |t, r| self.encode_range(t, r),
-            |starts, segments| self.finisher.finish(starts, segments, settings),
+            |starts, segments| self.finisher.finish(starts, segments, settings, Some(&self.pool)),
         )
     }
 
@@ -616,10 +616,10 @@ impl Tokenizer {
         }
         let starts = starts(cuts);
         let ranges = ranges(&starts, text.len());
-        self.pool.install(|| {
-            let segments = ranges.par_iter().map(|r| encode(text, r)).collect::<Result<Vec<_>>>()?;
-            finish(&starts, segments)
-        })
+        let segments = self.pool.install(|| ranges.par_iter().map(|r| encode(text, r)).collect::<Result<Vec<_>>>())?;
+        // Finished on the calling thread, so that the output is allocated there (`finish` runs
+        // its own parallel part on the pool: `assemble_parts`).
+        finish(&starts, segments)
     }
 
     /// Counters of the prefix cache in this process (`None` when it is off).
@@ -633,7 +633,7 @@ impl Tokenizer {
         settings: Settings<'_>,
     ) -> Result<Vec<Encoding>> {
         let encode = |t: &str, r: &std::ops::Range<usize>| self.encode_range(t, r);
-        let finish = |starts: &[usize], segments: Vec<Segment>| self.finisher.finish(starts, segments, settings);
+        let finish = |starts: &[usize], segments: Vec<Segment>| self.finisher.finish(starts, segments, settings, None);
         let mut encodings = if self.prefix.is_some() && texts.iter().any(|t| self.uses_prefix_cache(t.as_ref())) {
             self.encode_batch_cached(
                 texts,
