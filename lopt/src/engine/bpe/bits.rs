@@ -62,6 +62,40 @@ fn cases_scalar(block: &[u8; BLOCK]) -> Cases {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGH: u64 = 0x8080_8080_8080_8080;
 
+/// The end of the run of bytes of `s` from `from` (exclusive of the first byte that ends it), 8
+/// bytes at a time: `ends(word)` is non-zero in exactly the bytes of the little-endian `word` that
+/// end the run, and `ends_at(b)` says the same of one byte (for the tail). Long runs of one kind
+/// (ASCII in English text, indentation) are then skipped without a test per byte.
+#[inline(always)]
+pub(crate) fn run_end(s: &[u8], from: usize, ends: impl Fn(u64) -> u64, ends_at: impl Fn(u8) -> bool) -> usize {
+    let mut k = from;
+    while let Some(chunk) = s.get(k..k + 8) {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(chunk);
+        let stop = ends(u64::from_le_bytes(eight));
+        if stop != 0 {
+            return k + (stop.trailing_zeros() / 8) as usize;
+        }
+        k += 8;
+    }
+    while k < s.len() && !ends_at(s[k]) {
+        k += 1;
+    }
+    k
+}
+
+/// The end of the ASCII run of `s` from `from` (see [`run_end`]).
+#[inline(always)]
+pub(crate) fn ascii_end(s: &[u8], from: usize) -> usize {
+    run_end(s, from, |w| w & HIGH, |b| b >= 0x80)
+}
+
+/// The end of the run of `byte` in `s` from `from` (see [`run_end`]).
+#[inline(always)]
+pub(crate) fn byte_run_end(s: &[u8], from: usize, byte: u8) -> usize {
+    run_end(s, from, |w| w ^ ONES.wrapping_mul(u64::from(byte)), |b| b != byte)
+}
+
 /// The high bit of each byte of `lanes` (all other bits clear), gathered into the low 8 bits:
 /// byte `k`'s bit goes to bit `k`. The multiplier puts byte `k` at bit `56 + k` and no two partial
 /// products share a bit position (8k - 7j is distinct for every pair), so nothing carries.
@@ -124,6 +158,24 @@ fn cases_sse2(block: &[u8; BLOCK]) -> Cases {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The 8-byte run ends against a byte-wise scan: runs of 0-20 bytes ending at every offset of
+    /// a word, before a stopping byte or the end of the slice.
+    #[test]
+    fn run_ends_match_bytewise() {
+        for len in 0..20 {
+            for stop in [None, Some(0xc3u8), Some(b'x'), Some(0x80)] {
+                for from in 0..3 {
+                    let mut s = vec![b' '; from + len];
+                    s.extend(stop);
+                    s.extend(b"  \xe4tail");
+                    let naive = |keep: &dyn Fn(u8) -> bool| (from..s.len()).find(|&k| !keep(s[k])).unwrap_or(s.len());
+                    assert_eq!(ascii_end(&s, from), naive(&|b| b < 0x80), "{s:?} from {from}");
+                    assert_eq!(byte_run_end(&s, from, b' '), naive(&|b| b == b' '), "{s:?} from {from}");
+                }
+            }
+        }
+    }
 
     fn all_agree(block: &[u8; BLOCK]) {
         let want = cases_scalar(block);

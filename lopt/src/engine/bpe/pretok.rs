@@ -17,7 +17,7 @@
 //! The unit tests compare every scanner with Oniguruma on trap strings and on random strings
 //! drawn from a pool of characters of every class.
 
-use super::bits::{Cases, Kernel, BLOCK};
+use super::bits::{self, Cases, Kernel, BLOCK};
 use super::unicode::{in_set, Classes, NUMBER, SPACE, S_L, S_LM, S_LOWER, S_N, S_NOT_WS_L_N, S_PS, S_UPPER};
 
 /// cl100k_base / Llama-3 (`\p{N}{1,3}`).
@@ -409,20 +409,7 @@ fn white_space(c: Classes, s: &[u8], i: usize, line_breaks: bool) -> usize {
         if s[j] == b' ' {
             // A run of plain spaces (indentation, padding, tables): 8 bytes at a time, since
             // such runs can be long and none of them is a line break.
-            let mut k = j + 1;
-            while let Some(chunk) = s.get(k..k + 8) {
-                let mut eight = [0u8; 8];
-                eight.copy_from_slice(chunk);
-                let other = u64::from_le_bytes(eight) ^ 0x2020_2020_2020_2020;
-                if other != 0 {
-                    k += (other.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                k += 8;
-            }
-            while k < s.len() && s[k] == b' ' {
-                k += 1;
-            }
+            let k = bits::byte_run_end(s, j + 1, b' ');
             last_char = k - 1;
             j = k;
             continue;

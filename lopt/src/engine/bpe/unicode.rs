@@ -291,20 +291,7 @@ pub(crate) fn first_change(form: Form, s: &str) -> Option<(usize, usize)> {
         if bytes[i] < 0x80 {
             // Every ASCII character is a boundary: skip the run, 8 bytes at a time (the bytes of
             // English text are nearly all ASCII, and this check runs over every byte).
-            let mut j = i + 1;
-            while let Some(chunk) = bytes.get(j..j + 8) {
-                let mut eight = [0u8; 8];
-                eight.copy_from_slice(chunk);
-                let high = u64::from_le_bytes(eight) & 0x8080_8080_8080_8080;
-                if high != 0 {
-                    j += (high.trailing_zeros() / 8) as usize;
-                    break;
-                }
-                j += 8;
-            }
-            while j < bytes.len() && bytes[j] < 0x80 {
-                j += 1;
-            }
+            let j = super::bits::ascii_end(bytes, i + 1);
             boundary = j - 1;
             i = j;
             continue;
