@@ -504,6 +504,24 @@ mod premerge {
 mod tests {
     use super::*;
 
+    /// The byte-level BPE fixtures.
+    pub(super) const BYTE_LEVEL: [&str; 7] = ["qwen3", "gptoss", "gpt4o", "claude", "llama3_1", "deepseek_v3", "gpt2"];
+
+    /// The models of the fixtures `names` that are present (one at a time, loaded as the
+    /// iteration reaches them); a missing one is skipped with a notice (a clone without
+    /// `../shared`).
+    pub(super) fn fixture_models(names: &'static [&'static str]) -> impl Iterator<Item = (&'static str, BpeModel)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
+        names.iter().filter_map(move |&name| {
+            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
+                eprintln!("NOTICE: {name} not found; skipped");
+                return None;
+            };
+            let json: Value = serde_json::from_slice(&bytes).unwrap();
+            Some((name, BpeModel::from_json(&json["model"]).unwrap()))
+        })
+    }
+
     #[test]
     fn byte_alphabet_is_gpt2s() {
         let table = byte_to_char();
@@ -542,7 +560,6 @@ mod tests {
     /// (CJK, Latin, Cyrillic, Hangul, punctuation) mixed with ASCII, against BPE from bytes.
     #[test]
     fn premerge_is_exact() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
         let ranges: [(u32, u32); 7] = [
             (0x4e00, 0x9fa5),
             (0x3040, 0x30ff),
@@ -552,13 +569,7 @@ mod tests {
             (0x2000, 0x206f),
             (0xff00, 0xffef),
         ];
-        for name in ["qwen3", "gptoss", "gpt4o", "claude", "llama3_1", "deepseek_v3", "gpt2"] {
-            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
-                eprintln!("NOTICE: {name} not found; skipped");
-                continue;
-            };
-            let json: Value = serde_json::from_slice(&bytes).unwrap();
-            let model = BpeModel::from_json(&json["model"]).unwrap();
+        for (name, model) in fixture_models(&BYTE_LEVEL) {
             assert!(model.premerge.iter().any(|&e| e != 0), "{name}: nothing premerged");
             let mut scratch = Scratch::default();
             let mut state = 0x1234_5678_9abc_def0u64;
@@ -601,18 +612,11 @@ mod tests {
     /// without cuts.
     #[test]
     fn cuts_are_exact() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
         let text = "滚滚长江东逝水，浪花淘尽英雄。是非成败转头空。话说天下大势分久必合合久必分周末七国分争并入于秦\
                     及秦灭之后楚汉分争又并入于汉汉朝自高祖斩白蛇而起义一统天下後来光武中兴传至献帝遂分为三国\
                     東京特許許可局カタカナひらがな한국어대한민국ÀéîõüЖизньΩμέγα𠀀𠀁😀🀄︀㐀㐁鿿豈﨩ｱｲ";
         let chars: Vec<char> = text.chars().collect();
-        for name in ["qwen3", "gptoss", "gpt4o", "claude", "llama3_1", "deepseek_v3", "gpt2"] {
-            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
-                eprintln!("NOTICE: {name} not found; skipped");
-                continue;
-            };
-            let json: Value = serde_json::from_slice(&bytes).unwrap();
-            let model = BpeModel::from_json(&json["model"]).unwrap();
+        for (name, model) in fixture_models(&BYTE_LEVEL) {
             let mut multi: Vec<&[u8]> = model
                 .vocab
                 .keys()
@@ -702,14 +706,7 @@ mod tests {
     #[test]
     fn seed_cache_is_the_cold_merge() {
         use super::super::cache::Hit;
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
-        for name in ["qwen3", "gpt2"] {
-            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
-                eprintln!("NOTICE: {name} not found; skipped");
-                continue;
-            };
-            let json: Value = serde_json::from_slice(&bytes).unwrap();
-            let model = BpeModel::from_json(&json["model"]).unwrap();
+        for (name, model) in fixture_models(&["qwen3", "gpt2"]) {
             let seed = model.seed_cache();
             let mut scratch = Scratch::default();
             let mut words: Vec<Vec<u8>> =

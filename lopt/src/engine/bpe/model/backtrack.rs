@@ -211,6 +211,7 @@ impl Backtrack {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::{fixture_models, BYTE_LEVEL};
     use super::*;
     use serde_json::Value;
 
@@ -291,14 +292,7 @@ mod tests {
     /// random base64 and digits, random words over small alphabets.
     #[test]
     fn backtracking_is_the_heap_merge_on_fixtures() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
-        for name in ["qwen3", "gptoss", "gpt4o", "claude", "llama3_1", "deepseek_v3", "gpt2"] {
-            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
-                eprintln!("NOTICE: {name} not found; skipped");
-                continue;
-            };
-            let json: Value = serde_json::from_slice(&bytes).unwrap();
-            let model = BpeModel::from_json(&json["model"]).unwrap();
+        for (name, model) in fixture_models(&BYTE_LEVEL) {
             let search = Backtrack::new(&model).expect("the search builds");
             let mut scratch = Scratch::default();
             let mut words: Vec<Vec<u8>> = Vec::new();
@@ -344,11 +338,7 @@ mod tests {
     #[test]
     #[ignore = "timing: run in release"]
     fn long_word_timing() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
-        for name in ["qwen3", "gptoss", "llama3_1", "deepseek_v3", "gpt2", "gpt4o", "claude"] {
-            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else { continue };
-            let json: Value = serde_json::from_slice(&bytes).unwrap();
-            let model = BpeModel::from_json(&json["model"]).unwrap();
+        for (name, model) in fixture_models(&BYTE_LEVEL) {
             let t = std::time::Instant::now();
             let search = Backtrack::new(&model).unwrap();
             let build = t.elapsed();
