@@ -137,11 +137,19 @@ impl Finisher {
 
     /// [`finish`](Self::finish) for a text whose tokens are `runs` (borrowed: a cached prefix
     /// and the newly encoded rest), none of which is consumed. Runs longer than `split` tokens
-    /// are written in pieces of that size, in parallel on the current rayon pool.
+    /// are written in pieces of that size, in parallel on `pool` (or the current rayon pool when
+    /// it is `None`), as [`finish`](Self::finish) writes segments: called from outside the pool,
+    /// the output is allocated on the calling thread.
     ///
     /// # Errors
     /// As [`finish`](Self::finish).
-    pub(crate) fn finish_runs(&self, runs: &[Run<'_>], settings: Settings<'_>, split: usize) -> Result<Encoding> {
+    pub(crate) fn finish_runs(
+        &self,
+        runs: &[Run<'_>],
+        settings: Settings<'_>,
+        split: usize,
+        pool: Option<&rayon::ThreadPool>,
+    ) -> Result<Encoding> {
         let own = match &self.own {
             Some(own) if settings.truncation.is_none() && settings.padding.is_none() => own,
             _ => {
@@ -156,7 +164,7 @@ impl Finisher {
             parts.extend(Part::of(run.segment, run.len, run.start, words_before).pieces(split));
             words_before += run.words;
         }
-        let mut encoding = assemble_parts(&parts, &layout, &self.vocab, None);
+        let mut encoding = assemble_parts(&parts, &layout, &self.vocab, pool);
         let text_tokens: usize = runs.iter().map(|r| r.len).sum();
         if text_tokens > 0 && runs.iter().all(|r| r.segment.tokens.len() == r.segment.ids.len()) {
             let mut all = Vec::with_capacity(encoding.len());

@@ -421,13 +421,10 @@ impl Tokenizer {
         if self.uses_prefix_cache(text) {
             let finish = |runs: &[Run<'_>]| {
                 let tokens: usize = runs.iter().map(|r| r.len).sum();
-                // Large runs are written in pieces so that every thread gets a share of the copy.
+                // Large runs are written in pieces so that every thread gets a share of the copy;
+                // the columns are allocated here, on the calling thread (see `assemble_parts`).
                 let piece = tokens.div_ceil(self.threads * 4).max(16 * 1024);
-                if tokens > piece {
-                    self.pool.install(|| self.finisher.finish_runs(runs, settings, piece))
-                } else {
-                    self.finisher.finish_runs(runs, settings, piece)
-                }
+                self.finisher.finish_runs(runs, settings, piece, Some(&self.pool))
             };
             if let Some(encoding) = self.encode_cached(text, true, finish)? {
                 return Ok(encoding);

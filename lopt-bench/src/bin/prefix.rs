@@ -51,7 +51,19 @@ struct Args {
     /// Which traces to run, comma-separated: conversation, rag, miss
     #[arg(long, default_value = "conversation,rag,miss", value_delimiter = ',')]
     traces: Vec<String>,
+    /// Which lopt modes to run, comma-separated: plain, cached, plain-ids, cached-ids (one mode
+    /// alone for `perf record` or `perf stat` on it)
+    #[arg(long, default_value = "plain,cached,plain-ids,cached-ids", value_delimiter = ',')]
+    modes: Vec<String>,
+    /// Time each call by the process's CPU time (all threads) instead of the wall clock: less
+    /// sensitive to other processes on a shared machine (pool threads spinning while they wait
+    /// count too)
+    #[arg(long)]
+    cpu: bool,
 }
+
+/// Which of the four lopt modes (plain, cached, plain-ids, cached-ids) a run times.
+const MODES: [&str; 4] = ["plain", "cached", "plain-ids", "cached-ids"];
 
 struct Template {
     open: fn(&str) -> String,
@@ -84,10 +96,28 @@ fn cut(text: &str, bytes: usize) -> &str {
     lopt_tests::truncate(text, bytes)
 }
 
-fn seconds<T>(f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, f64)> {
+/// Runs `f`, returning its value and the seconds it took: wall-clock, or with `cpu` the CPU time
+/// of the whole process (`CLOCK_PROCESS_CPUTIME_ID`).
+fn seconds<T>(cpu: bool, f: impl FnOnce() -> anyhow::Result<T>) -> anyhow::Result<(T, f64)> {
+    if cpu {
+        let start = process_cpu();
+        let value = f()?;
+        return Ok((value, process_cpu() - start));
+    }
     let start = Instant::now();
     let value = f()?;
     Ok((value, start.elapsed().as_secs_f64()))
+}
+
+/// CPU seconds used by this process so far, all threads.
+fn process_cpu() -> f64 {
+    let mut now = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `now` is a valid, writable timespec; the clock id is a constant Linux supports.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut now) };
+    if rc != 0 {
+        return 0.0;
+    }
+    now.tv_sec as f64 + now.tv_nsec as f64 * 1e-9
 }
 
 struct Timings {
@@ -118,36 +148,52 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
         // One tokenizer per mode, so that each encodes every prompt once: a second encode of a
         // text through the same tokenizer finds its words in the engine's pre-token cache.
         let plain = build(0)?;
-        let plain_ids = build(0)?;
-        let cached = build(args.cache_mib << 20)?;
-        let cached_ids = build(args.cache_mib << 20)?;
+        // A mode left out gets no tokenizer of its own (loading one costs more than a trace).
+        let wanted = |mode: &str| args.modes.iter().any(|m| m == mode);
+        let own = |mode: &str, cache: usize| -> anyhow::Result<Option<Tokenizer>> {
+            wanted(mode).then(|| build(cache)).transpose()
+        };
+        let (plain_ids, cached, cached_ids) =
+            (own("plain-ids", 0)?, own("cached", args.cache_mib << 20)?, own("cached-ids", args.cache_mib << 20)?);
+        let (plain_ids, cached, cached_ids) = (
+            plain_ids.as_ref().unwrap_or(&plain),
+            cached.as_ref().unwrap_or(&plain),
+            cached_ids.as_ref().unwrap_or(&plain),
+        );
         let options = plain.options().clone();
         let warm = "warm up ".repeat(4096);
         plain.encode(&warm, true)?;
         plain_ids.encode_ids(&warm, &options)?;
         cached.encode(&warm, true)?;
         cached_ids.encode_ids(&warm, &options)?;
+        let cpu = args.cpu;
         for (i, prompt) in prompts.iter().enumerate() {
             let mut want: Option<Vec<u32>> = None;
             for k in 0..4 {
-                match (round + i + k) % 4 {
+                let mode = (round + i + k) % 4;
+                if !args.modes.iter().any(|m| m == MODES[mode]) {
+                    continue;
+                }
+                match mode {
                     0 => {
-                        let (e, s) = seconds(|| Ok(std::hint::black_box(plain.encode(prompt, true)?)))?;
+                        let (e, s) = seconds(cpu, || Ok(std::hint::black_box(plain.encode(prompt, true)?)))?;
                         t.tokens[i] = e.len();
                         t.plain[i].push(s);
                     }
                     1 => {
-                        let (e, s) = seconds(|| Ok(std::hint::black_box(cached.encode(prompt, true)?)))?;
+                        let (e, s) = seconds(cpu, || Ok(std::hint::black_box(cached.encode(prompt, true)?)))?;
                         t.cached[i].push(s);
                         check(&mut want, e.ids(), round, i)?;
                     }
                     2 => {
-                        let (ids, s) = seconds(|| Ok(std::hint::black_box(plain_ids.encode_ids(prompt, &options)?)))?;
+                        let (ids, s) =
+                            seconds(cpu, || Ok(std::hint::black_box(plain_ids.encode_ids(prompt, &options)?)))?;
                         t.plain_ids[i].push(s);
                         check(&mut want, &ids, round, i)?;
                     }
                     _ => {
-                        let (ids, s) = seconds(|| Ok(std::hint::black_box(cached_ids.encode_ids(prompt, &options)?)))?;
+                        let (ids, s) =
+                            seconds(cpu, || Ok(std::hint::black_box(cached_ids.encode_ids(prompt, &options)?)))?;
                         t.cached_ids[i].push(s);
                         check(&mut want, &ids, round, i)?;
                     }
@@ -155,11 +201,11 @@ fn run_trace(args: &Args, path: &PathBuf, prompts: &[String]) -> anyhow::Result<
             }
             if round < args.hf_rounds {
                 let hf = plain.hf()?;
-                let (_, s) = seconds(|| Ok(std::hint::black_box(hf.encode(prompt.as_str(), true))))?;
+                let (_, s) = seconds(cpu, || Ok(std::hint::black_box(hf.encode(prompt.as_str(), true))))?;
                 t.hf[i].push(s);
             }
         }
-        t.stats = cached.prefix_cache_stats();
+        t.stats = cached.prefix_cache_stats().or_else(|| cached_ids.prefix_cache_stats());
     }
     Ok(t)
 }
