@@ -6,7 +6,8 @@
 //! Besides the totals it reports the median and 90th percentile of the per-call times, which is
 //! what a server sees for short prompts. With `--batch N` a call is one `encode_batch` of `N`
 //! documents. With `--ids-only` the calls are `encode_ids` / `encode_batch_ids` (the ids of the
-//! same encodings, nothing else computed).
+//! same encodings, nothing else computed). `cpu_seconds` is the CPU time of all the process's
+//! threads over the same calls (on a shared machine it does not count waiting for a core).
 
 use std::io::Write;
 use std::time::Instant;
@@ -24,6 +25,10 @@ struct BenchResult<'a> {
     tokens: usize,
     seconds: f64,
     mb_per_s: f64,
+    /// CPU time of all the process's threads during the timed calls (Linux only): on a shared
+    /// machine wall time includes waiting for a core, CPU time does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cpu_seconds: Option<f64>,
     /// Timed calls (documents, or batches with `--batch`).
     calls: usize,
     /// Median time of one call, in microseconds.
@@ -73,6 +78,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     let timed = if documents.len() > 1 { &documents[1..] } else { &documents[..] };
     let (mut bytes, mut tokens) = (0, 0);
     let mut calls = Vec::with_capacity(timed.len());
+    let mut cpu = Some(0.0);
     let mut ids = args.print_ids.then(Vec::new);
     let mut record = |encoded: &[u32], text: &str| {
         if let Some(ids) = &mut ids {
@@ -84,30 +90,36 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     for batch in timed.chunks(args.batch.unwrap_or(1)) {
         if args.batch.is_some() {
             let texts: Vec<&str> = batch.iter().map(|d| d.text.as_str()).collect();
+            let cpu_start = process_cpu_ns();
             let start = Instant::now();
             if args.ids_only {
                 let all = std::hint::black_box(tokenizer.encode_batch_ids(&texts, &options)?);
                 calls.push(start.elapsed().as_secs_f64());
+                add_cpu(&mut cpu, cpu_start);
                 for (encoded, text) in all.iter().zip(&texts) {
                     record(encoded, text);
                 }
             } else {
                 let encodings = std::hint::black_box(tokenizer.encode_batch(&texts, special)?);
                 calls.push(start.elapsed().as_secs_f64());
+                add_cpu(&mut cpu, cpu_start);
                 for (encoding, text) in encodings.iter().zip(&texts) {
                     record(encoding.ids(), text);
                 }
             }
         } else {
             for doc in batch {
+                let cpu_start = process_cpu_ns();
                 let start = Instant::now();
                 if args.ids_only {
                     let encoded = std::hint::black_box(tokenizer.encode_ids(&doc.text, &options)?);
                     calls.push(start.elapsed().as_secs_f64());
+                    add_cpu(&mut cpu, cpu_start);
                     record(&encoded, &doc.text);
                 } else {
                     let encoding = std::hint::black_box(tokenizer.encode(&doc.text, special)?);
                     calls.push(start.elapsed().as_secs_f64());
+                    add_cpu(&mut cpu, cpu_start);
                     record(encoding.ids(), &doc.text);
                 }
             }
@@ -122,6 +134,7 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         tokens,
         seconds,
         mb_per_s: if seconds > 0.0 { bytes as f64 / 1e6 / seconds } else { 0.0 },
+        cpu_seconds: cpu,
         calls: calls.len(),
         median_us: quantile(0.5),
         p90_us: quantile(0.9),
@@ -144,4 +157,23 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     writeln!(out)?;
     out.flush()?;
     Ok(())
+}
+
+/// CPU time of all the process's threads so far, in nanoseconds, from each thread's
+/// `/proc/self/task/*/schedstat` (nanosecond resolution); `None` where that is not readable.
+fn process_cpu_ns() -> Option<u64> {
+    let mut total = 0u64;
+    for task in std::fs::read_dir("/proc/self/task").ok()? {
+        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
+        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+    }
+    Some(total)
+}
+
+/// Adds the CPU time since `start` to `total` (which becomes `None` once a reading fails).
+fn add_cpu(total: &mut Option<f64>, start: Option<u64>) {
+    *total = match (*total, start, process_cpu_ns()) {
+        (Some(sum), Some(start), Some(end)) => Some(sum + end.saturating_sub(start) as f64 * 1e-9),
+        _ => None,
+    };
 }
