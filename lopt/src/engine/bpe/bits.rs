@@ -96,6 +96,25 @@ pub(crate) fn byte_run_end(s: &[u8], from: usize, byte: u8) -> usize {
     run_end(s, from, |w| w ^ ONES.wrapping_mul(u64::from(byte)), |b| b != byte)
 }
 
+/// The end of the run of `s` from `from` of ASCII bytes that are not digits: where a `\p{N}`
+/// character may start (an ASCII digit or any multi-byte character; see [`run_end`]).
+#[inline(always)]
+pub(crate) fn non_digit_ascii_end(s: &[u8], from: usize) -> usize {
+    run_end(
+        s,
+        from,
+        |w| {
+            // Per byte, with the high bit cleared (no carry between bytes, as in `range_swar8`):
+            // at least `0` and not above `9`; plus every non-ASCII byte.
+            let y = w & !HIGH;
+            let at_least_zero = (y + (0x80 - u64::from(b'0')) * ONES) & HIGH;
+            let above_nine = (y + (0x80 - u64::from(b'9') - 1) * ONES) & HIGH;
+            (w & HIGH) | (at_least_zero & !above_nine)
+        },
+        |b| b >= 0x80 || b.is_ascii_digit(),
+    )
+}
+
 /// The high bit of each byte of `lanes` (all other bits clear), gathered into the low 8 bits:
 /// byte `k`'s bit goes to bit `k`. The multiplier puts byte `k` at bit `56 + k` and no two partial
 /// products share a bit position (8k - 7j is distinct for every pair), so nothing carries.
@@ -164,7 +183,7 @@ mod tests {
     #[test]
     fn run_ends_match_bytewise() {
         for len in 0..20 {
-            for stop in [None, Some(0xc3u8), Some(b'x'), Some(0x80)] {
+            for stop in [None, Some(0xc3u8), Some(b'x'), Some(0x80), Some(b'0'), Some(b'9'), Some(b'/'), Some(b':')] {
                 for from in 0..3 {
                     let mut s = vec![b' '; from + len];
                     s.extend(stop);
@@ -172,7 +191,23 @@ mod tests {
                     let naive = |keep: &dyn Fn(u8) -> bool| (from..s.len()).find(|&k| !keep(s[k])).unwrap_or(s.len());
                     assert_eq!(ascii_end(&s, from), naive(&|b| b < 0x80), "{s:?} from {from}");
                     assert_eq!(byte_run_end(&s, from, b' '), naive(&|b| b == b' '), "{s:?} from {from}");
+                    let non_digit = |b: u8| b < 0x80 && !b.is_ascii_digit();
+                    assert_eq!(non_digit_ascii_end(&s, from), naive(&non_digit), "{s:?} from {from}");
                 }
+            }
+        }
+    }
+
+    /// Every byte value at every position of two 8-byte words, in a run of letters: the
+    /// digit test of [`non_digit_ascii_end`] has no carry between bytes.
+    #[test]
+    fn non_digit_run_every_byte() {
+        for b in 0..=255u8 {
+            for k in 0..20 {
+                let mut s = vec![b'q'; 20];
+                s[k] = b;
+                let want = (0..s.len()).find(|&j| s[j] >= 0x80 || s[j].is_ascii_digit()).unwrap_or(s.len());
+                assert_eq!(non_digit_ascii_end(&s, 0), want, "byte {b:#04x} at {k}");
             }
         }
     }

@@ -177,8 +177,29 @@ fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, 
         Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, &mut l, s, i)),
         Stage::DeepSeek => scan(bytes, base, sink, |s, i| deepseek_at(c, &mut l, s, i)),
         Stage::Gpt2 => scan(bytes, base, sink, |s, i| gpt2_at(c, &mut l, s, i)),
-        Stage::Digits => scan(bytes, base, sink, |s, i| digits_at(c, s, i)),
-        Stage::CjkRun => scan(bytes, base, sink, cjk_run_at),
+        // DeepSeek-V3's first two stages match rarely in most text, and only where a digit or a
+        // multi-byte character starts: the ASCII bytes before such a byte are skipped 8 at a
+        // time (byte by byte on the scalar kernel).
+        Stage::Digits => scan_sparse(
+            bytes,
+            base,
+            sink,
+            |s, i| match kernel {
+                Kernel::Bulk => bits::non_digit_ascii_end(s, i),
+                Kernel::Scalar => skip_bytewise(s, i, |b| b < 0x80 && !b.is_ascii_digit()),
+            },
+            |s, i| digits_at(c, s, i),
+        ),
+        Stage::CjkRun => scan_sparse(
+            bytes,
+            base,
+            sink,
+            |s, i| match kernel {
+                Kernel::Bulk => bits::ascii_end(s, i),
+                Kernel::Scalar => skip_bytewise(s, i, |b| b < 0x80),
+            },
+            cjk_run_at,
+        ),
         Stage::Onig(regex) => {
             let mut prev = 0;
             for (start, end) in regex.find_iter(text) {
@@ -218,6 +239,48 @@ fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, mut match_at: impl FnMut(&
     if gap < n {
         sink.piece(base + gap, base + n);
     }
+}
+
+/// [`scan`] for a stage none of whose matches can start at the positions `skip` passes over:
+/// `skip(s, i)` is the first position from `i` on (a character boundary, or the end) where one
+/// may start. The positions skipped would each have been tried and failed, so the pieces are the
+/// same.
+#[inline(always)]
+fn scan_sparse<S: Sink>(
+    s: &[u8],
+    base: usize,
+    sink: &mut S,
+    skip: impl Fn(&[u8], usize) -> usize,
+    mut match_at: impl FnMut(&[u8], usize) -> Option<usize>,
+) {
+    let n = s.len();
+    let mut i = skip(s, 0);
+    let mut gap = 0;
+    while i < n {
+        if let Some(end) = match_at(s, i) {
+            if gap < i {
+                sink.piece(base + gap, base + i);
+            }
+            sink.piece(base + i, base + end);
+            i = end;
+            gap = end;
+        } else {
+            i += utf8_len(s[i]);
+        }
+        i = skip(s, i);
+    }
+    if gap < n {
+        sink.piece(base + gap, base + n);
+    }
+}
+
+/// The first position from `i` whose byte `keep` rejects (the scalar twin of the 8-byte skips).
+#[inline(always)]
+fn skip_bytewise(s: &[u8], mut i: usize, keep: impl Fn(u8) -> bool) -> usize {
+    while i < s.len() && keep(s[i]) {
+        i += 1;
+    }
+    i
 }
 
 #[inline(always)]
