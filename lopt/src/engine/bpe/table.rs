@@ -124,7 +124,8 @@ impl U64Map {
 ///
 /// Most lookups miss (on CJK text about 70%: adjacent characters rarely merge), and a miss in a
 /// table larger than the L2 cache is a trip to L3. A blocked Bloom filter (two bits in one `u64`
-/// per pair, about 8 bits per merge) answers most misses from a block that stays in L2.
+/// per pair, about 8 bits per merge) answers most misses from a block that stays in L2. Pairs of
+/// ids below [`GRID_IDS`] (a byte-level vocabulary's bytes) are read from a dense grid first.
 ///
 /// Invariants: `2 * id_bits + rank_bits <= 64`, every id is below `2^id_bits`, every rank below
 /// `2^rank_bits - 1`, so no occupied slot equals [`EMPTY`].
@@ -140,7 +141,16 @@ pub(crate) struct MergeMap {
     merged: Vec<u32>,
     bloom: Vec<u64>,
     bloom_shift: u32,
+    /// `(rank, merged id)` of every pair of ids below [`GRID_IDS`], `(NO_RANK, 0)` where they do
+    /// not merge: a byte-level vocabulary's single bytes have ids below 256, so the first round
+    /// of every merge (all pairs of bytes) reads this dense grid instead of the Bloom filter and a
+    /// slot of the hashed table, both larger than L2. English touches only its ASCII rows and
+    /// columns, about 128 KiB of it.
+    grid: Vec<(u32, u32)>,
 }
+
+/// Ids below this have their pairs in [`MergeMap`]'s dense grid (512 KiB).
+const GRID_IDS: u32 = 256;
 
 /// "No merge" as a rank: above every real rank.
 pub(crate) const NO_RANK: u32 = u32::MAX;
@@ -167,9 +177,14 @@ impl MergeMap {
             merged: merges.iter().map(|&(_, _, m)| m).collect(),
             bloom: vec![0; blocks],
             bloom_shift: 64 - blocks.trailing_zeros(),
+            grid: vec![(NO_RANK, 0); (GRID_IDS * GRID_IDS) as usize],
         };
         for (rank, &(a, b, merged)) in merges.iter().enumerate() {
             map.insert(a, b, rank as u64, merged);
+            if a < GRID_IDS && b < GRID_IDS {
+                // In rank order, so a repeated pair keeps its last rank here too.
+                map.grid[(a * GRID_IDS + b) as usize] = (rank as u32, merged);
+            }
         }
         Some(map)
     }
@@ -217,6 +232,9 @@ impl MergeMap {
     /// The rank and merged id of the merge of `a` then `b`; `(NO_RANK, 0)` if none.
     #[inline(always)]
     pub(crate) fn get(&self, a: u32, b: u32) -> (u32, u32) {
+        if a < GRID_IDS && b < GRID_IDS {
+            return self.grid.get((a * GRID_IDS + b) as usize).copied().unwrap_or((NO_RANK, 0));
+        }
         let pair = self.pair(a, b);
         let (block, bits) = self.bloom_at(pair);
         if self.bloom.get(block).is_none_or(|&w| w & bits != bits) {
@@ -278,13 +296,16 @@ mod tests {
         let mut reference = std::collections::HashMap::new();
         for rank in 0..50_000u32 {
             state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            let (a, b) = ((state >> 33) as u32 % 3000, (state >> 45) as u32 % 3000);
+            // Every fourth pair among the grid's ids, so that both lookups are exercised.
+            let range = if rank % 4 == 0 { GRID_IDS + 10 } else { 3000 };
+            let (a, b) = ((state >> 33) as u32 % range, (state >> 45) as u32 % range);
             merges.push((a, b, rank + 7));
             reference.insert((a, b), rank);
         }
         let map = MergeMap::new(&merges).unwrap();
         for a in 0..3000u32 {
-            for b in (a % 7..3000).step_by(7) {
+            let step = if a < GRID_IDS + 10 { 1 } else { 7 };
+            for b in (a % step..3000).step_by(step as usize) {
                 let expected = reference.get(&(a, b)).copied().unwrap_or(NO_RANK);
                 assert_eq!(map.rank(a, b), expected);
                 if expected != NO_RANK {
