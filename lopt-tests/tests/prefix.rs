@@ -284,7 +284,48 @@ fn ids_only_entries_serve_full_calls() {
         ("full call after the edit", &changed, true),
         ("back to the next turn, full", &next, true),
     ];
-    for (step, text, full) in steps {
+    check_steps(name, &tokenizer, &steps);
+    let stats = tokenizer.prefix_cache_stats().unwrap();
+    assert!(stats.hits >= 3, "{name}: {stats:?}");
+}
+
+/// A full call that misses keeps only the ids of the runs before its last 32 KiB (as an ids-only
+/// call does): the next full turn encodes their columns again, an edit inside them reuses only
+/// what precedes the edited run, and the same text twice still equals HF.
+#[test]
+fn full_misses_cache_ids_before_the_tail() {
+    let fixtures = available_fixtures();
+    let Some((name, path)) = fixtures.iter().find(|(n, _)| *n == "qwen3").or(fixtures.first()) else { return };
+    let tokenizer = TokenizerBuilder::new()
+        .threads(2)
+        .min_parallel_bytes(1024)
+        .prefix_cache(64 << 20)
+        .build_from_file(path)
+        .unwrap();
+    let base = turn(name, "system", &generated_text(6, 160 * 1024));
+    let next = format!("{base}{}", turn(name, "user", "Summarize the above."));
+    let changed = edit(&base, base.len() / 5, 3, "CHANGED");
+    let steps = [
+        ("first, full (a miss)", &base, true),
+        ("the same text, full", &base, true),
+        ("edit inside a run kept as ids", &changed, true),
+        ("back to the first text, ids-only", &base, false),
+        ("next turn, full", &next, true),
+        ("next turn again, full", &next, true),
+    ];
+    check_steps(name, &tokenizer, &steps[..1]);
+    // Ids (4 bytes a token) and the text, columns (24 bytes a token) for the last 32 KiB only.
+    let tokens = tokenizer.encode_sequential(&base, false).unwrap().len();
+    let held = tokenizer.prefix_cache_stats().unwrap().bytes_held;
+    assert!(held < base.len() + 12 * tokens, "{name}: {held} bytes held for {tokens} tokens");
+    check_steps(name, &tokenizer, &steps[1..]);
+    let stats = tokenizer.prefix_cache_stats().unwrap();
+    assert!(stats.hits >= 4, "{name}: {stats:?}");
+}
+
+/// Encodes each step's text (fully, or its ids only) and compares it with HF's sequential encode.
+fn check_steps(name: &str, tokenizer: &Tokenizer, steps: &[(&str, &String, bool)]) {
+    for &(step, text, full) in steps {
         let want = tokenizer.encode_sequential(text, true).unwrap();
         if full {
             let got = tokenizer.encode(text, true).unwrap();
@@ -294,8 +335,6 @@ fn ids_only_entries_serve_full_calls() {
             assert!(ids == want.ids(), "{name}: {step}");
         }
     }
-    let stats = tokenizer.prefix_cache_stats().unwrap();
-    assert!(stats.hits >= 3, "{name}: {stats:?}");
 }
 
 /// Regression: the plan of a long text may end with a tiny segment (a few bytes of the template);

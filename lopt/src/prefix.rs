@@ -93,6 +93,20 @@ impl CachedRun {
         CachedRun { len: segment.ids.len(), words: 0, segment, start, ids_only: true }
     }
 
+    /// Keeps only the ids of a whole segment's run (see [`ids_only`](Self::ids_only)), moving
+    /// them out when the run holds the segment alone; a shared or partial run stays as it is.
+    pub(crate) fn drop_columns(&mut self) {
+        if self.ids_only || self.len != self.segment.ids.len() {
+            return;
+        }
+        let placeholder = Arc::new(Segment::default());
+        let segment = std::mem::replace(&mut self.segment, placeholder);
+        match Arc::try_unwrap(segment) {
+            Ok(segment) => *self = CachedRun::ids_only(segment.ids, self.start),
+            Err(shared) => self.segment = shared,
+        }
+    }
+
     /// Whether the run has its offsets and word ids (what a full encoding needs).
     pub(crate) fn has_columns(&self) -> bool {
         !self.ids_only

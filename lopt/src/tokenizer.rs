@@ -483,10 +483,12 @@ impl Tokenizer {
     /// turns the whole text's tokens into the result (the full encoding or its ids), post-processing
     /// the whole as without a cache. `None` when the cache cannot serve the text.
     ///
-    /// Without `full` (ids-only calls) the new part is encoded for its ids only, as without a
-    /// cache, except its last [`FULL_TAIL`] bytes: they keep every column, so that the next text
-    /// (a new turn, another question) can reuse a prefix ending inside them. A full call that
-    /// reuses ids-only runs encodes their columns first (and caches them).
+    /// The cache keeps every column only for the runs covering the new part's last
+    /// [`FULL_TAIL`] bytes, so that the next text (a new turn, another question) can reuse a
+    /// prefix ending inside them; of the runs before, it keeps the ids. Without `full` (ids-only
+    /// calls) those runs are encoded for their ids only, as without a cache; a full call encodes
+    /// every column for its result and then drops all but the ids. A full call that reuses
+    /// ids-only runs encodes their columns first (and caches them).
     fn encode_cached<T>(
         &self,
         text: &str,
@@ -499,22 +501,25 @@ impl Tokenizer {
         let reuse = store.lookup(text, rule);
         let complete = |runs: &[CachedRun]| !full || runs.iter().all(CachedRun::has_columns);
         let whole = reuse.as_ref().is_some_and(|r| r.is_whole(text) && complete(r.entry.runs()));
-        let runs: Vec<CachedRun> = match &reuse {
+        // The runs that this call encodes start at `fresh`; `kept[i]` says whether the cache keeps
+        // the columns of run `fresh + i` (the runs covering the text's last bytes).
+        let (mut fresh, mut kept) = (0, Vec::new());
+        let mut runs: Vec<CachedRun> = match &reuse {
             Some(reuse) if whole => reuse.entry.runs().to_vec(),
             _ => {
                 let cut = reuse.as_ref().map_or(0, |r| r.cut);
                 let rest = &text[cut..];
                 let mut runs = reuse.as_ref().map_or_else(Vec::new, |r| r.runs.clone());
+                fresh = runs.len();
                 if !rest.is_empty() {
                     let starts = starts(self.cut_points(rest));
                     let mut jobs: Vec<Vec<(std::ops::Range<usize>, bool)>> =
-                        ranges(&starts, rest.len()).into_iter().map(|r| vec![(r, full)]).collect();
-                    if !full {
-                        self.keep_columns_at_end(rest, rule, &mut jobs);
-                    }
-                    let encode = |(range, columns): &(std::ops::Range<usize>, bool)| -> Result<CachedRun> {
+                        ranges(&starts, rest.len()).into_iter().map(|r| vec![(r, false)]).collect();
+                    self.keep_columns_at_end(rest, rule, &mut jobs);
+                    kept = jobs.iter().flatten().map(|(_, keep)| *keep).collect();
+                    let encode = |(range, keep): &(std::ops::Range<usize>, bool)| -> Result<CachedRun> {
                         let piece = &rest[range.clone()];
-                        Ok(if *columns {
+                        Ok(if full || *keep {
                             CachedRun::whole(Arc::new(self.engine.encode_segment(piece)?), cut + range.start)
                         } else {
                             CachedRun::ids_only(self.engine.encode_ids(piece, false)?, cut + range.start)
@@ -541,13 +546,23 @@ impl Tokenizer {
         let finished = finish(&borrowed)?;
         drop(borrowed);
         if !whole {
+            // Before the text's last bytes a full call keeps only the ids, as an ids-only call
+            // encodes them: the next text departs within the last bytes, so those runs are
+            // reused whole if at all (a later full call encodes their columns again,
+            // `fill_columns`), and their offsets and word ids (20 of 24 bytes a token) are freed
+            // now for the next call to reuse instead of being held.
+            for (run, keep) in runs.iter_mut().skip(fresh).zip(kept) {
+                if !keep {
+                    run.drop_columns();
+                }
+            }
             store.insert(text, runs, reuse.as_ref().map(|r| &r.entry));
         }
         Ok(Some(finished))
     }
 
-    /// Marks the jobs of an ids-only encode that cover the last [`FULL_TAIL`] bytes of `rest` to
-    /// be encoded with every column, splitting the job that holds that point at a safe cut of
+    /// Marks the jobs of an encode that cover the last [`FULL_TAIL`] bytes of `rest` to keep
+    /// every column in the cache, splitting the job that holds that point at a safe cut of
     /// `rest` near it (the plan may end with a tiny segment, so this is not always the last job);
     /// a job too short to split, or with no cut near the point, keeps every column whole.
     fn keep_columns_at_end(&self, rest: &str, rule: &CutRule, jobs: &mut [Vec<(std::ops::Range<usize>, bool)>]) {
