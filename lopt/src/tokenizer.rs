@@ -381,17 +381,12 @@ impl Tokenizer {
         if !self.finisher.finishes_ids(settings) {
             return Ok(self.encode_batch_settings(texts, settings)?.into_iter().map(Encoding::into_ids).collect());
         }
-        let encode = |t: &str, r: &std::ops::Range<usize>| self.engine.encode_ids(&t[r.clone()], r.start > 0);
-        let finish = |_: &[usize], segments: Vec<Vec<u32>>| Ok(self.finisher.finish_ids(segments, settings));
-        let mut all = if self.prefix.is_some() && texts.iter().any(|t| self.uses_prefix_cache(t.as_ref())) {
-            self.encode_batch_cached(
-                texts,
-                |plain| self.encode_batch_plain(plain, encode, finish),
-                |text| self.encode_ids_settings(text, settings),
-            )?
-        } else {
-            self.encode_batch_plain(texts, encode, finish)?
-        };
+        let mut all = self.encode_batch_any(
+            texts,
+            |t, r| self.engine.encode_ids(&t[r.clone()], r.start > 0),
+            |_, segments| Ok(self.finisher.finish_ids(segments, settings)),
+            |text| self.encode_ids_settings(text, settings),
+        )?;
         if let Some(padding) = settings.padding {
             pad_ids(&mut all, padding);
         }
@@ -644,22 +639,40 @@ impl Tokenizer {
         texts: &[S],
         settings: Settings<'_>,
     ) -> Result<Vec<Encoding>> {
-        let encode = |t: &str, r: &std::ops::Range<usize>| self.encode_range(t, r);
-        let finish = |starts: &[usize], segments: Vec<Segment>| self.finisher.finish(starts, segments, settings, None);
-        let mut encodings = if self.prefix.is_some() && texts.iter().any(|t| self.uses_prefix_cache(t.as_ref())) {
-            self.encode_batch_cached(
-                texts,
-                |plain| self.encode_batch_plain(plain, encode, finish),
-                |text| self.encode_settings(text, settings),
-            )?
-        } else {
-            self.encode_batch_plain(texts, encode, finish)?
-        };
+        let mut encodings = self.encode_batch_any(
+            texts,
+            |t, r| self.encode_range(t, r),
+            |starts, segments| self.finisher.finish(starts, segments, settings, None),
+            |text| self.encode_settings(text, settings),
+        )?;
         if let Some(padding) = settings.padding {
             // HF pads each encoding alone, then the batch together (`BatchLongest`).
             pad(&mut encodings, padding);
         }
         Ok(encodings)
+    }
+
+    /// A batch before the batch-wide padding, for full encodings and for ids alike: without a
+    /// prefix cache (or when no text uses it) segments encoded with `encode` and each text joined
+    /// with `finish` ([`encode_batch_plain`](Self::encode_batch_plain)); with one, the texts that
+    /// use it go through `cached` ([`encode_batch_cached`](Self::encode_batch_cached)).
+    fn encode_batch_any<S, P, T>(
+        &self,
+        texts: &[S],
+        encode: impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync,
+        finish: impl Fn(&[usize], Vec<P>) -> Result<T> + Sync,
+        cached: impl Fn(&str) -> Result<T>,
+    ) -> Result<Vec<T>>
+    where
+        S: AsRef<str> + Sync,
+        P: Send,
+        T: Send,
+    {
+        if self.prefix.is_some() && texts.iter().any(|t| self.uses_prefix_cache(t.as_ref())) {
+            self.encode_batch_cached(texts, |plain| self.encode_batch_plain(plain, encode, finish), cached)
+        } else {
+            self.encode_batch_plain(texts, encode, finish)
+        }
     }
 
     /// A batch with a prefix cache: the texts that use it one after the other in order with
