@@ -13,7 +13,8 @@
 //! from bytes on the real vocabularies), which divides the work on CJK text by about three, and
 //! a pre-token with a multi-byte character at an end is first cut between characters that no
 //! token spans ([`split`]), each piece merged alone (most pieces of a Chinese run are one
-//! character, whose ids are its premerge entry).
+//! character, whose ids are its premerge entry; a repeated short piece is read from a memo of the
+//! call's pieces, [`memo`]).
 //!
 //! Invariants checked when the model is built (anything else is refused, and HF serves the
 //! tokenizer): every byte's character is in the vocabulary (so no character is ever dropped or
@@ -22,6 +23,7 @@
 //! suffix, no dropout. `ignore_merges` looks the whole pre-token up first, as HF does.
 
 mod backtrack;
+mod memo;
 mod split;
 
 use std::collections::HashMap;
@@ -93,6 +95,8 @@ pub(crate) struct Scratch {
     symbols: Vec<u32>,
     merge: merge_core::Scratch,
     long: backtrack::Scratch,
+    /// The ids of short pieces between cuts seen earlier in the call.
+    memo: memo::Memo,
 }
 
 /// Pre-tokens of at least this many bytes are encoded by the backtracking search, whose cost
@@ -281,7 +285,7 @@ impl BpeModel {
     }
 
     /// [`Self::encode_piece`], or straight from the premerge table when `piece` is the one
-    /// character `last` (its code point, or `NONE`).
+    /// character `last` (its code point, or `NONE`), or from the memo of this call's pieces.
     #[inline(always)]
     fn encode_one_piece(&self, piece: &[u8], last: usize, scratch: &mut Scratch, out: &mut Vec<u32>) {
         if (2..=3).contains(&piece.len()) && last != usize::MAX && split::char_len(piece[0]) == piece.len() {
@@ -294,7 +298,18 @@ impl BpeModel {
                 return;
             }
         }
+        // A piece is merged alone, so its ids depend on its bytes only: a repeated one is read
+        // from the memo.
+        let Some(key) = memo::key(piece) else {
+            self.encode_piece(piece, scratch, out);
+            return;
+        };
+        if scratch.memo.get(key, out) {
+            return;
+        }
+        let from = out.len();
         self.encode_piece(piece, scratch, out);
+        scratch.memo.put(key, &out[from..]);
     }
 
     /// Appends the ids of `piece`, a pre-token or a piece of one between cuts.
@@ -624,7 +639,8 @@ mod tests {
                 .map(|t| &t[..])
                 .collect();
             multi.sort();
-            let mut scratch = Scratch::default();
+            // The memo from the first piece on, so repeated pieces are read from it.
+            let mut scratch = Scratch { memo: memo::Memo::eager(), ..Scratch::default() };
             let mut state = 0x9e37_79b9_7f4a_7c15u64;
             let mut next = move || {
                 state ^= state << 13;
