@@ -67,7 +67,14 @@ struct Table {
     index: Vec<u16>,
     blocks: Vec<Class>,
     ascii: [Class; 128],
+    /// Per 64 code points below U+10000 (`cp >> 6`): their class when all 64 share it, else
+    /// [`MIXED`]. A 3-byte character's block is read off its first two bytes, so CJK, kana and
+    /// Hangul text is classified without decoding each character.
+    uniform: Vec<Class>,
 }
+
+/// A [`Table::uniform`] entry whose 64 code points have more than one class.
+const MIXED: Class = u8::MAX;
 
 static TABLE: OnceLock<Table> = OnceLock::new();
 
@@ -128,7 +135,11 @@ fn build_table() -> Table {
     }
     let mut ascii = [OTHER; 128];
     ascii.copy_from_slice(&flat[..128]);
-    Table { index, blocks, ascii }
+    let uniform = flat[..0x10000]
+        .chunks(64)
+        .map(|block| if block.iter().all(|&c| c == block[0]) { block[0] } else { MIXED })
+        .collect();
+    Table { index, blocks, ascii, uniform }
 }
 
 /// The class of `c`.
@@ -160,6 +171,14 @@ impl Classes {
         let b = s[i];
         if b < 0x80 {
             return (self.table.ascii[usize::from(b)], 1);
+        }
+        if b & 0xf0 == 0xe0 {
+            // A 3-byte character: its block of 64 code points is `(b & 0x0f) << 6 | (s[i + 1] &
+            // 0x3f)`; when the block has one class the third byte is not needed.
+            let block = usize::from(b & 0x0f) << 6 | usize::from(s[i + 1] & 0x3f);
+            if let Some(&class) = self.table.uniform.get(block).filter(|&&c| c != MIXED) {
+                return (class, 3);
+            }
         }
         let (cp, len) = decode(s, i);
         let block = usize::from(self.table.index[cp as usize >> 8]);
@@ -293,6 +312,20 @@ pub(crate) fn first_change(form: Form, s: &str) -> Option<(usize, usize)> {
             // English text are nearly all ASCII, and this check runs over every byte).
             let j = super::bits::ascii_end(bytes, i + 1);
             boundary = j - 1;
+            i = j;
+            continue;
+        }
+        // A run of 3-byte characters whose blocks of 64 code points are all safe (CJK
+        // ideographs, kana, Hangul): the block's word of the bitset is all ones, so each
+        // character's own bit need not be read. The same characters as the loop below skips.
+        let mut j = i;
+        while bytes.get(j).is_some_and(|&b| b & 0xf0 == 0xe0)
+            && safe.get(usize::from(bytes[j] & 0x0f) << 6 | usize::from(bytes[j + 1] & 0x3f)) == Some(&u64::MAX)
+        {
+            j += 3;
+        }
+        if j > i {
+            boundary = j - 3;
             i = j;
             continue;
         }
@@ -445,7 +478,9 @@ mod tests {
     #[test]
     fn ascii_skip_matches_bytewise() {
         let pool: Vec<char> =
-            "\u{301}\u{316}e\u{1100}\u{1161}\u{212b}\u{fb01}\u{ff21}\u{e9}\u{a0}한🙂".chars().collect();
+            "\u{301}\u{316}e\u{1100}\u{1161}\u{212b}\u{fb01}\u{ff21}\u{e9}\u{a0}한🙂中国的あ가\u{11a8}\u{3099}\u{f900}\u{3000}"
+                .chars()
+                .collect();
         let mut state = 0x2545_f491_4f6c_dd1du64;
         for form in [Form::Nfc, Form::Nfd, Form::Nfkc, Form::Nfkd] {
             for _ in 0..20_000 {
@@ -459,6 +494,20 @@ mod tests {
                 }
                 assert_eq!(first_change(form, &text), first_change_bytewise(form, &text), "{form:?} {text:?}");
             }
+        }
+    }
+
+    /// `Classes::at` (with its shortcut for 3-byte characters in one-class blocks) gives every
+    /// code point's class, at every position of a text.
+    #[test]
+    fn at_is_class_of() {
+        let c = Classes::get();
+        let all: String = (0..0x110000u32).filter_map(char::from_u32).collect();
+        let bytes = all.as_bytes();
+        let mut i = 0;
+        for ch in all.chars() {
+            assert_eq!(c.at(bytes, i), (class_of(ch), ch.len_utf8()), "U+{:04X}", ch as u32);
+            i += ch.len_utf8();
         }
     }
 
