@@ -551,7 +551,7 @@ impl Tokenizer {
                     run.drop_columns();
                 }
             }
-            store.insert(text, runs, reuse.as_ref().map(|r| &r.entry));
+            store.insert(text, runs, reuse);
         }
         Ok(Some(finished))
     }
