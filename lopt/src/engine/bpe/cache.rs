@@ -11,7 +11,7 @@
 //!
 //! Memory bound of one [`WordCache`]: its map grows to at most 2^17 slots of 16 bytes (2 MiB, for
 //! [`MAX_ENTRIES`] words), `tokens` to [`MAX_TOKENS`] pairs of 8 bytes (16 MiB) and `keys` to
-//! [`MAX_KEY_BYTES`] (2 MiB): at most 20 MiB per cache, and an engine holds one per concurrent
+//! [`MAX_KEY_BYTES`] (2 MiB), plus the model's memo of pieces (256 KiB): at most 21 MiB per cache, and an engine holds one per concurrent
 //! `encode_segment` call it has seen (the pool's threads plus calling threads). The shared
 //! [`SeedCache`] has its own bound (its documentation): about 8 MiB for a 150K vocabulary.
 //!
@@ -62,6 +62,9 @@ pub(crate) struct WordCache {
     tokens: Vec<(u32, u32)>,
     /// The bytes of hashed words.
     keys: Vec<u8>,
+    /// The model's memo of short pieces (`model/memo.rs`), kept with the cache between calls
+    /// so that a new document starts with the pieces earlier ones had (its own bound: 256 KiB).
+    pub(crate) pieces: super::model::Memo,
 }
 
 /// The key of the word `text[start..end]` (1..=[`MAX_LEN`] bytes): packed bytes with the

@@ -568,11 +568,12 @@ impl BpeEngine {
             }
             pieces = cut;
         }
-        let cache = self.caches.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
+        let mut cache: WordCache = self.caches.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
+        let memo = std::mem::take(&mut cache.pieces);
         let mut run = Run {
             engine: self,
             segment: Segment::default(),
-            scratch: Scratch::default(),
+            scratch: Scratch::with_memo(memo),
             cache,
             ids: Vec::new(),
             tokens: Vec::new(),
@@ -600,6 +601,7 @@ impl BpeEngine {
                 run.piece(raw, start, end);
             }
         }
+        run.cache.pieces = run.scratch.take_memo();
         if let Ok(mut pool) = self.caches.lock() {
             pool.push(run.cache);
         }

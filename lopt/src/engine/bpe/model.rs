@@ -89,13 +89,15 @@ pub(crate) struct BpeModel {
     long: OnceLock<Option<backtrack::Backtrack>>,
 }
 
+pub(crate) use memo::Memo;
+
 /// Reusable buffers of one encoding call.
 #[derive(Default)]
 pub(crate) struct Scratch {
     symbols: Vec<u32>,
     merge: merge_core::Scratch,
     long: backtrack::Scratch,
-    /// The ids of short pieces between cuts seen earlier in the call.
+    /// The ids of short pieces between cuts seen earlier (kept between calls with the cache).
     memo: memo::Memo,
 }
 
@@ -103,6 +105,18 @@ pub(crate) struct Scratch {
 /// is linear in their length, rather than by the heap merge (O(n log n), and slower per merge
 /// once its arrays outgrow the caches).
 const LONG_MIN: usize = 128;
+
+impl Scratch {
+    /// Buffers for a call that starts with `memo` (kept between calls by the caller).
+    pub(crate) fn with_memo(memo: Memo) -> Scratch {
+        Scratch { memo, ..Scratch::default() }
+    }
+
+    /// The memo, to keep for the next call.
+    pub(crate) fn take_memo(&mut self) -> Memo {
+        std::mem::take(&mut self.memo)
+    }
+}
 
 impl BpeModel {
     /// Builds the model from `tokenizer.json`'s `model` object.

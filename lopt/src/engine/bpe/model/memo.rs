@@ -1,4 +1,5 @@
-//! A small memo of the ids of short pieces between cuts (`split`), per encoding call.
+//! A small memo of the ids of short pieces between cuts (`split`), kept with each per-thread
+//! pre-token cache between calls.
 //!
 //! A piece between two cuts is merged alone, so its ids are a function of its bytes only. Chinese
 //! text repeats its two-character pieces (words) often: on `zh_long` documents about 80 % of the
@@ -35,7 +36,7 @@ struct Slot {
 
 const FREE: Slot = Slot { lo: 0, hi: 0, ids: [NO_ID; MAX_IDS] };
 
-/// The memo of one encoding call.
+/// The memo of one thread's calls (lent with its pre-token cache).
 pub(crate) struct Memo {
     slots: Vec<Slot>,
     /// Pieces still to miss before the table is allocated.
