@@ -192,9 +192,16 @@ impl TokenizerBuilder {
             Ok(rule) => (Some(rule), Parallelism::Parallel),
             Err(reason) => (None, Parallelism::Sequential { reason }),
         };
+        // The pool first: a native engine builds its seeded cache on it.
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("lopt-{i}"))
+            .build()
+            .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
+        let pool = Arc::new(pool);
         let (engine, engine_reason): (Box<dyn Engine>, Option<String>) = match self.engine {
             EngineKind::Hf => (Box::new(HfEngine::new(hf_now(&hf)?)), None),
-            EngineKind::Auto | EngineKind::Native => match native_engine(&json, self.seed_cache) {
+            EngineKind::Auto | EngineKind::Native => match native_engine(&json, self.seed_cache, &pool) {
                 Ok(engine) => (engine, None),
                 Err(reason) if self.engine == EngineKind::Auto => (Box::new(HfEngine::new(hf_now(&hf)?)), Some(reason)),
                 Err(reason) => {
@@ -213,11 +220,6 @@ impl TokenizerBuilder {
             rule => (rule, parallelism),
         };
         let engine: Box<dyn Engine> = Box::new(Guarded(engine));
-        let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(threads)
-            .thread_name(|i| format!("lopt-{i}"))
-            .build()
-            .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
         let engine_is_hf = engine.name() == "hf";
         let (strings, vocab_size) = match strings {
             Some(vocabulary) => (vocabulary.strings, vocabulary.size),
@@ -278,7 +280,8 @@ pub struct Tokenizer {
     finisher: Finisher,
     /// The truncation and padding of the `tokenizer.json`, used by [`Tokenizer::encode`].
     defaults: EncodeOptions,
-    pool: rayon::ThreadPool,
+    /// Shared with a background thread that builds the engine's seeded cache on it.
+    pool: Arc<rayon::ThreadPool>,
     threads: usize,
     chunk_size: Option<usize>,
     overlap: usize,
@@ -601,7 +604,7 @@ impl Tokenizer {
         self.encode_plain(
             text,
             |t, r| self.encode_range(t, r),
-            |starts, segments| self.finisher.finish(starts, segments, settings, Some(&self.pool)),
+            |starts, segments| self.finisher.finish(starts, segments, settings, Some(&*self.pool)),
         )
     }
 
@@ -940,8 +943,12 @@ fn starts(mut cuts: Vec<usize>) -> Vec<usize> {
 
 /// The native engine for a tokenizer: byte-level BPE, else SentencePiece-style BPE, else WordPiece;
 /// otherwise why none.
-fn native_engine(json: &serde_json::Value, seed: SeedCache) -> std::result::Result<Box<dyn Engine>, String> {
-    let bpe = match BpeEngine::new(json, seed) {
+fn native_engine(
+    json: &serde_json::Value,
+    seed: SeedCache,
+    pool: &Arc<rayon::ThreadPool>,
+) -> std::result::Result<Box<dyn Engine>, String> {
+    let bpe = match BpeEngine::with_pool(json, seed, Some(pool)) {
         Ok(engine) => return Ok(Box::new(engine)),
         Err(reason) => reason,
     };

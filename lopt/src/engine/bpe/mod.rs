@@ -62,22 +62,42 @@ pub(crate) struct BpeEngine {
     pre_tokenizer: PreTokenizer,
     model: Arc<BpeModel>,
     /// Every short vocabulary entry's tokens ([`SeedCache`]), read by all threads when their own
-    /// cache misses. Built on a background thread so that loading does not wait for it (about as
+    /// cache misses. Built by a background thread so that loading does not wait for it (about as
     /// long as the rest of the build); until it is there, words are merged as without it, which
     /// gives the same tokens. [`SeedCache::Sync`](crate::SeedCache::Sync) builds it before `new`
-    /// returns, [`SeedCache::Off`](crate::SeedCache::Off) never (measurements). The same thread
-    /// (or `Sync`) then builds the model's long-word search.
+    /// returns, [`SeedCache::Off`](crate::SeedCache::Off) never (measurements). Either way its
+    /// merges run on the tokenizer's pool, all threads at once: on a 2-core machine a background
+    /// thread beside the pool took a core from the first encodes, and those found no seed yet. An
+    /// encode that arrives meanwhile queues behind the seed's tasks (rayon runs a worker's own
+    /// tasks before injected ones), so it starts a little later but seeded and alone. The model's
+    /// long-word search is built beside it.
     seed: Arc<OnceLock<SeedCache>>,
     /// Pre-token caches, one lent to each running `encode_segment` (see [`cache`]).
     caches: Mutex<Vec<WordCache>>,
 }
 
 impl BpeEngine {
-    /// Compiles the engine from a parsed `tokenizer.json`.
+    /// Compiles the engine from a parsed `tokenizer.json`, its seeded cache built without a pool
+    /// (tests).
     ///
     /// # Errors
     /// The reason, naming the component, when some component is not one this engine reproduces.
+    #[cfg(test)]
     pub(crate) fn new(json: &Value, seeding: Seeding) -> std::result::Result<BpeEngine, String> {
+        Self::with_pool(json, seeding, None)
+    }
+
+    /// Compiles the engine from a parsed `tokenizer.json`; the seeded cache's merges and the
+    /// long-word search run on `pool` (the tokenizer's), or on the thread that builds them when
+    /// there is none.
+    ///
+    /// # Errors
+    /// The reason, naming the component, when some component is not one this engine reproduces.
+    pub(crate) fn with_pool(
+        json: &Value,
+        seeding: Seeding,
+        pool: Option<&Arc<rayon::ThreadPool>>,
+    ) -> std::result::Result<BpeEngine, String> {
         let form = normalizer(&json["normalizer"])?;
         let mut stages = Vec::new();
         let mut byte_level = false;
@@ -106,18 +126,13 @@ impl BpeEngine {
         let seed = Arc::new(OnceLock::new());
         match seeding {
             Seeding::Off => {}
-            Seeding::Sync => {
-                let _ = seed.set(model.seed_cache());
-                model.long_search();
-            }
+            Seeding::Sync => seed_and_search(&model, &seed, pool),
             Seeding::Background => {
-                let (model, seed) = (Arc::clone(&model), Arc::clone(&seed));
+                let (model, seed, pool) = (Arc::clone(&model), Arc::clone(&seed), pool.map(Arc::clone));
                 // Without a thread the engine simply runs unseeded.
-                let _ = std::thread::Builder::new().name("lopt-bpe-seed".into()).spawn(move || {
-                    let _ = seed.set(model.seed_cache());
-                    // The long-word search too, so that the first long pre-token does not wait.
-                    model.long_search();
-                });
+                let _ = std::thread::Builder::new()
+                    .name("lopt-bpe-seed".into())
+                    .spawn(move || seed_and_search(&model, &seed, pool.as_ref()));
             }
         }
         let cuts = if form.is_some() { CutRule::new(json).ok() } else { None };
@@ -137,6 +152,24 @@ impl BpeEngine {
     pub(crate) fn clear_caches(&self) {
         if let Ok(mut pool) = self.caches.lock() {
             pool.clear();
+        }
+    }
+}
+
+/// Builds the model's seeded cache into `seed`, and its long-word search (so that the first long
+/// pre-token does not wait for it): side by side on `pool` when there is one (the search, 0.1 s
+/// for a 150K vocabulary, is as long as the seed's merges), else one after the other.
+fn seed_and_search(model: &BpeModel, seed: &OnceLock<SeedCache>, pool: Option<&Arc<rayon::ThreadPool>>) {
+    let build = || {
+        let _ = seed.set(model.seed_cache());
+    };
+    match pool {
+        Some(pool) => {
+            pool.install(|| rayon::join(build, || model.long_search()));
+        }
+        None => {
+            build();
+            model.long_search();
         }
     }
 }

@@ -29,6 +29,7 @@ mod split;
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
+use rayon::prelude::*;
 use serde_json::Value;
 
 use super::cache::{SeedCache, SEED_MAX_LEN};
@@ -90,6 +91,13 @@ pub(crate) struct BpeModel {
 }
 
 pub(crate) use memo::Memo;
+
+/// The merge results of a share of the seeded entries: each word with where its tokens start in
+/// `tokens` and how many there are.
+struct SeedPart<'v> {
+    tokens: Vec<(u32, u32)>,
+    words: Vec<(&'v [u8], usize, usize)>,
+}
 
 /// Reusable buffers of one encoding call.
 #[derive(Default)]
@@ -209,27 +217,50 @@ impl BpeModel {
 
     /// The seeded pre-token cache: every vocabulary entry of at most [`SEED_MAX_LEN`] bytes with
     /// the tokens [`Self::encode`] gives for those bytes (merged from scratch here, so a seeded
-    /// value is exactly what a cold merge computes).
+    /// value is exactly what a cold merge computes). Called on a rayon pool (the tokenizer's),
+    /// its merges are shared among the pool's threads; called outside any pool, it runs on the
+    /// calling thread alone (the global pool is never used).
     pub(crate) fn seed_cache(&self) -> SeedCache {
-        // The cut table first: with `ignore_merges` the entries below never reach it, and the
-        // first Chinese word of a text should not wait for it.
-        self.cuts();
+        let entries: Vec<&[u8]> =
+            self.vocab.keys().map(|w| &w[..]).filter(|w| (1..=SEED_MAX_LEN).contains(&w.len())).collect();
+        // The cut table beside the merges: with `ignore_merges` the entries never reach it, and
+        // the first Chinese word of a text should not wait for it.
+        let merged: Vec<SeedPart<'_>> = if rayon::current_thread_index().is_some() {
+            let chunk = entries.len().div_ceil(4 * rayon::current_num_threads()).max(1024);
+            let (_, parts) =
+                rayon::join(|| self.cuts(), || entries.par_chunks(chunk).map(|c| self.seed_part(c)).collect());
+            parts
+        } else {
+            self.cuts();
+            vec![self.seed_part(&entries)]
+        };
+        let count = merged.iter().map(|p| p.words.len()).sum();
+        SeedCache::new(
+            count,
+            merged.iter().flat_map(|p| p.words.iter().map(|&(word, from, n)| (word, &p.tokens[from..from + n]))),
+        )
+    }
+
+    /// The merge results of `entries`, for [`Self::seed_cache`].
+    fn seed_part<'v>(&self, entries: &[&'v [u8]]) -> SeedPart<'v> {
         let mut scratch = Scratch::default();
         let mut ids = Vec::new();
-        let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(self.vocab.len() + self.vocab.len() / 4);
-        let mut words: Vec<(&[u8], usize, usize)> = Vec::with_capacity(self.vocab.len());
-        for word in self.vocab.keys().filter(|w| (1..=SEED_MAX_LEN).contains(&w.len())) {
+        let mut part = SeedPart {
+            tokens: Vec::with_capacity(entries.len() + entries.len() / 4),
+            words: Vec::with_capacity(entries.len()),
+        };
+        for &word in entries {
             ids.clear();
             self.encode(word, &mut scratch, &mut ids);
-            let from = tokens.len();
+            let from = part.tokens.len();
             let mut end = 0u32;
             for &id in &ids {
                 end += self.token_len(id) as u32;
-                tokens.push((id, end));
+                part.tokens.push((id, end));
             }
-            words.push((word, from, tokens.len() - from));
+            part.words.push((word, from, part.tokens.len() - from));
         }
-        SeedCache::new(words.len(), words.iter().map(|&(word, from, n)| (word, &tokens[from..from + n])))
+        part
     }
 
     /// The backtracking search of long pre-tokens, built now if it is not yet (a background
