@@ -345,7 +345,9 @@ fn ids_only_questions_after_one_context_reuse_it() {
     let fixtures = available_fixtures();
     let Some((name, path)) = fixtures.iter().find(|(n, _)| *n == "qwen3").or(fixtures.first()) else { return };
     let context = turn(name, "system", &generated_text(9, 120 * 1024));
-    // The only cut falls a few bytes before the end, after the point where the questions differ.
+    // The only cut fell a few bytes before the end, after the point where the questions differ
+    // (since `plan` aims no boundary within a quarter chunk of the end, this gives one segment,
+    // which `keep_columns_at_end` splits 32 KiB before the end; the reuse stays covered).
     let tokenizer = TokenizerBuilder::new()
         .threads(2)
         .chunk_size(context.len() + 60)

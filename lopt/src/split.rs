@@ -3,7 +3,10 @@
 //! The plan aims at segments of `chunk_size` bytes. Each target boundary `k * chunk_size` moves to
 //! the nearest safe cut ([`CutRule::is_safe`]) within `overlap / 2` bytes on either side. When that
 //! window holds no safe cut, the boundary is dropped and the chunk grows into its neighbour (the
-//! paper doubles the chunk length on a failed merge; here only the affected pair grows). Cutting
+//! paper doubles the chunk length on a failed merge; here only the affected pair grows). No
+//! boundary is aimed at less than a quarter chunk before the end, so that the plan does not end
+//! with a sliver (a few bytes of a chat template after a cut moved back) that costs a task of
+//! its own; the last segment grows by that much instead. Cutting
 //! only at safe cuts makes the concatenation of the segments' tokens exact, so no token is ever
 //! tokenized twice and no merge can fail.
 //!
@@ -18,7 +21,7 @@ pub(crate) fn plan(text: &str, rule: &CutRule, chunk_size: usize, overlap: usize
     let half = overlap / 2;
     let mut cuts = Vec::with_capacity(text.len() / chunk_size);
     let mut target = chunk_size;
-    while target < text.len() {
+    while target < text.len() && text.len() - target >= chunk_size.div_ceil(4) {
         let floor = cuts.last().map_or(0, |&c| c) + 1;
         if let Some(cut) = nearest_safe_cut(text, rule, target, floor, half) {
             cuts.push(cut);
@@ -64,6 +67,19 @@ mod tests {
                 assert!(cuts.windows(2).all(|w| w[0] < w[1]), "{cuts:?}");
                 assert!(cuts.iter().all(|&c| c > 0 && c < text.len() && bert().is_safe(text, c)));
             }
+        }
+    }
+
+    #[test]
+    fn the_last_segment_is_not_a_sliver() {
+        // The first cut moves back from 12 to 9 ("bbb |cccc"), and the next target, 21, falls one
+        // byte before the end: it used to give a cut at 20 and a last segment "dd".
+        let text = "aaaa bbb cccccccccc dd";
+        assert_eq!(plan(text, &bert(), 12, 8), vec![9]);
+        let text = "aa bb cc dd ee ff gg hh ii jj kk ll mm nn oo pp ";
+        for chunk in 4..20 {
+            let cuts = plan(text, &bert(), chunk, 4);
+            assert!(cuts.last().is_none_or(|&c| text.len() - c + 2 >= chunk / 4), "{chunk}: {cuts:?}");
         }
     }
 
