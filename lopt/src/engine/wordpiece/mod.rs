@@ -470,13 +470,21 @@ impl WordPieceEngine {
                 out.offsets.push(offsets(s, e));
                 out.word_ids.push(w);
                 if let Some(strings) = &self.strings {
-                    out.tokens.push(strings.get(id as usize).cloned().unwrap_or_default());
+                    push_string(&mut out.tokens, strings, id);
                 }
             })
             .map_err(Error::encode)?;
         out.words += 1;
         Ok(())
     }
+}
+
+/// Appends token `id`'s string. Kept out of line: it runs only for tokenizers whose added tokens
+/// need the strings, and inlined it made `emit_word`'s token closure too large to inline into the
+/// hot loop (+4.6 % instructions per BERT encode; callgrind, session 5).
+#[inline(never)]
+fn push_string(tokens: &mut Vec<String>, strings: &[String], id: u32) {
+    tokens.push(strings.get(id as usize).cloned().unwrap_or_default());
 }
 
 #[inline]
