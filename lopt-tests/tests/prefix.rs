@@ -265,14 +265,7 @@ fn eviction_keeps_the_bound() {
 /// inside an ids-only run reuses only what lies before that run.
 #[test]
 fn ids_only_entries_serve_full_calls() {
-    let fixtures = available_fixtures();
-    let Some((name, path)) = fixtures.iter().find(|(n, _)| *n == "qwen3").or(fixtures.first()) else { return };
-    let tokenizer = TokenizerBuilder::new()
-        .threads(2)
-        .min_parallel_bytes(1024)
-        .prefix_cache(64 << 20)
-        .build_from_file(path)
-        .unwrap();
+    let Some((name, tokenizer)) = qwen3_cached() else { return };
     let base = turn(name, "system", &generated_text(5, 160 * 1024));
     let next = format!("{base}{}", turn(name, "user", "Summarize the above."));
     let changed = edit(&next, next.len() / 3, 0, "CHANGED");
@@ -294,14 +287,7 @@ fn ids_only_entries_serve_full_calls() {
 /// what precedes the edited run, and the same text twice still equals HF.
 #[test]
 fn full_misses_cache_ids_before_the_tail() {
-    let fixtures = available_fixtures();
-    let Some((name, path)) = fixtures.iter().find(|(n, _)| *n == "qwen3").or(fixtures.first()) else { return };
-    let tokenizer = TokenizerBuilder::new()
-        .threads(2)
-        .min_parallel_bytes(1024)
-        .prefix_cache(64 << 20)
-        .build_from_file(path)
-        .unwrap();
+    let Some((name, tokenizer)) = qwen3_cached() else { return };
     let base = turn(name, "system", &generated_text(6, 160 * 1024));
     let next = format!("{base}{}", turn(name, "user", "Summarize the above."));
     let changed = edit(&base, base.len() / 5, 3, "CHANGED");
@@ -321,6 +307,20 @@ fn full_misses_cache_ids_before_the_tail() {
     check_steps(name, &tokenizer, &steps[1..]);
     let stats = tokenizer.prefix_cache_stats().unwrap();
     assert!(stats.hits >= 4, "{name}: {stats:?}");
+}
+
+/// qwen3 (or the first fixture) on 2 threads with a 64 MiB prefix cache and a 1 KiB parallel
+/// threshold, for the step-by-step tests.
+fn qwen3_cached() -> Option<(&'static str, Tokenizer)> {
+    let fixtures = available_fixtures();
+    let (name, path) = fixtures.iter().find(|(n, _)| *n == "qwen3").or(fixtures.first())?;
+    let tokenizer = TokenizerBuilder::new()
+        .threads(2)
+        .min_parallel_bytes(1024)
+        .prefix_cache(64 << 20)
+        .build_from_file(path)
+        .unwrap();
+    Some((*name, tokenizer))
 }
 
 /// Encodes each step's text (fully, or its ids only) and compares it with HF's sequential encode.

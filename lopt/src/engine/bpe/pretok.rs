@@ -218,27 +218,11 @@ fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, 
     }
 }
 
-/// The `Isolated` find-iterate loop: matches and the gaps between them become pieces.
+/// The `Isolated` find-iterate loop: matches and the gaps between them become pieces
+/// ([`scan_sparse`] trying every character).
 #[inline(always)]
-fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, mut match_at: impl FnMut(&[u8], usize) -> Option<usize>) {
-    let n = s.len();
-    let mut i = 0;
-    let mut gap = 0;
-    while i < n {
-        if let Some(end) = match_at(s, i) {
-            if gap < i {
-                sink.piece(base + gap, base + i);
-            }
-            sink.piece(base + i, base + end);
-            i = end;
-            gap = end;
-        } else {
-            i += utf8_len(s[i]);
-        }
-    }
-    if gap < n {
-        sink.piece(base + gap, base + n);
-    }
+fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, match_at: impl FnMut(&[u8], usize) -> Option<usize>) {
+    scan_sparse(s, base, sink, |_, i| i, match_at);
 }
 
 /// [`scan`] for a stage none of whose matches can start at the positions `skip` passes over:
