@@ -65,6 +65,12 @@ fn turn(name: &str, role: &str, body: &str) -> String {
         "deepseek_v3" => format!("<｜{role}｜>{body}"),
         "gptoss" => format!("<|start|>{role}<|message|>{body}<|end|>"),
         "gpt2" => format!("{body}<|endoftext|>"),
+        "gemma3" => {
+            format!("<start_of_turn>{}\n{body}<end_of_turn>\n", if role == "assistant" { "model" } else { role })
+        }
+        // Llama 2 writes the template as text; `</s><s>` between exchanges are added tokens.
+        "llama2" if role == "assistant" => format!(" {body} </s><s>"),
+        "llama2" => format!("[INST] {body} [/INST]"),
         _ => format!("[SEP] {role}: {body} [SEP]"),
     }
 }
@@ -137,10 +143,20 @@ fn edit_scripts_equal_hf() {
                 check(name, tokenizer, &text[..boundary(&text, half / 2 + 1)], &step("shrink more"));
             }
             let stats = tokenizer.prefix_cache_stats().unwrap();
-            // SentencePiece-style tokenizers (cuts inside pre-tokens) do not use the cache yet.
-            assert!(stats.hits > 0 || stats.misses == 0, "{name}: no hit in the edit scripts: {stats:?}");
+            assert_reused(name, tokenizer, &stats);
             assert!(stats.bytes_held <= stats.capacity, "{name}: {stats:?}");
         }
+    }
+}
+
+/// Every tokenizer encoded in parallel (all fixtures, SentencePiece-style ones included, whose
+/// cuts fall inside pre-tokens) reused cached tokens: a test cannot pass by skipping the cache.
+fn assert_reused(name: &str, tokenizer: &Tokenizer, stats: &lopt::PrefixCacheStats) {
+    if ["gemma3", "llama2"].contains(&name) {
+        assert_eq!(tokenizer.parallelism(), &lopt::Parallelism::Parallel, "{name}");
+    }
+    if tokenizer.parallelism() == &lopt::Parallelism::Parallel {
+        assert!(stats.hits > 0 && stats.bytes_reused > 0, "{name}: nothing reused: {stats:?}");
     }
 }
 
@@ -159,6 +175,7 @@ fn interleaved_conversations_equal_hf() {
                 check(name, tokenizer, conversation, &format!("conversation {c} round {round}"));
             }
         }
+        assert_reused(name, tokenizer, &tokenizer.prefix_cache_stats().unwrap());
     }
 }
 
@@ -199,7 +216,7 @@ fn batches_and_threads_share_the_cache() {
 fn truncation_and_padding_apply_to_the_whole() {
     let bases = base_texts();
     for (name, tokenizers) in tokenizers() {
-        if !["qwen3", "bert-base-uncased", "llama3_1"].contains(name) {
+        if !["qwen3", "bert-base-uncased", "llama3_1", "gemma3", "llama2"].contains(name) {
             continue;
         }
         let tokenizer = &tokenizers[0];
@@ -419,6 +436,7 @@ proptest! {
         let start = generated_text(seed, 400);
         for (name, tokenizers) in tokenizers() {
             let tokenizer = &tokenizers[0];
+            let before = tokenizer.prefix_cache_stats().unwrap();
             let mut history = vec![start.clone()];
             check(name, tokenizer, &start, "start");
             for edit in &script {
@@ -433,6 +451,12 @@ proptest! {
                 check(name, tokenizer, &next, &format!("{edit:?}"));
                 history.push(next);
             }
+            let after = tokenizer.prefix_cache_stats().unwrap();
+            // Other tests share the tokenizer: its counters only grow, so this is a lower bound.
+            let mut grown = after;
+            grown.hits -= before.hits;
+            grown.bytes_reused -= before.bytes_reused;
+            assert_reused(name, tokenizer, &grown);
         }
     }
 }

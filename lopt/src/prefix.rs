@@ -13,7 +13,8 @@
 //!
 //! Invariants:
 //! * an entry's runs are the raw tokens of its text, in order: run `i` holds the first `len`
-//!   tokens of a segment starting at byte `start`, with `words` pre-tokens, and the runs' bytes
+//!   tokens of a segment starting at byte `start` (encoded as a continuation unless it is 0),
+//!   with `words` pre-tokens counted as if its bytes were a text of their own, and the runs' bytes
 //!   tile the text; a run that an ids-only call encoded holds a whole segment's ids only (no
 //!   offsets, word ids or word count), so the cache cuts at its start or end, never inside it,
 //!   and a full call encodes its columns before using it;
@@ -74,7 +75,10 @@ pub struct PrefixCacheStats {
     pub capacity: usize,
 }
 
-/// A run of an entry: the first `len` tokens of `segment`, which starts at byte `start`.
+/// A run of an entry: the first `len` tokens of `segment`, which starts at byte `start`, and
+/// `words`, the number of pre-tokens of the run's bytes encoded on their own (for cuts inside
+/// pre-tokens the one it ends with is counted, though it may continue in the next run: the
+/// tokenizer subtracts it when it joins the runs of a text).
 #[derive(Clone, Debug)]
 pub(crate) struct CachedRun {
     pub(crate) segment: Arc<Segment>,
@@ -372,7 +376,7 @@ fn reuse(text: &str, entry: Arc<Entry>, common: usize, rule: &CutRule) -> Option
         let cuts_text = p == text.len() || (text.is_char_boundary(p) && rule.is_safe(text, p));
         let cuts_cached = p == cached.len() || (cached.is_char_boundary(p) && rule.is_safe(cached, p));
         if cuts_text && cuts_cached {
-            runs_before(&entry.runs, p, cached.len()).map(|runs| (p, runs))
+            runs_before(&entry.runs, p, cached.len(), rule.cuts_inside_words()).map(|runs| (p, runs))
         } else {
             None
         }
@@ -384,11 +388,15 @@ fn reuse(text: &str, entry: Arc<Entry>, common: usize, rule: &CutRule) -> Option
 /// `None` when the token index or the word count at `p` cannot be read off the tokens.
 ///
 /// At a safe cut every token before `p` ends at or before `p` and every token after starts at or
-/// after it, and no pre-token straddles it. So within the run containing `p`, the tokens before
-/// `p` are those starting before `p` (found by binary search, offsets being sorted by start); the
-/// number of pre-tokens before `p` is one more than the last such token's word id, provided the
-/// next token (or the run's end) confirms no token-less pre-token lies between them.
-fn runs_before(runs: &[CachedRun], p: usize, len: usize) -> Option<Vec<CachedRun>> {
+/// after it. So within the run containing `p`, the tokens before `p` are those starting before
+/// `p` (found by binary search, offsets being sorted by start), and the run cut there holds the
+/// pre-tokens of its bytes up to `p`: one more than the last such token's word id, provided the
+/// next token confirms that no token-less pre-token lies between them. That next token has the
+/// following word id where cuts are pre-token boundaries, or, with `inside_words` (cuts inside
+/// pre-tokens, SentencePiece-style), the same one: the pre-token straddles `p`. With
+/// `inside_words` the run's end cannot stand in for a next token (its count would include a
+/// pre-token that continues past `p`), so such a `p` is refused.
+fn runs_before(runs: &[CachedRun], p: usize, len: usize, inside_words: bool) -> Option<Vec<CachedRun>> {
     if p == len {
         return Some(runs.to_vec());
     }
@@ -415,9 +423,10 @@ fn runs_before(runs: &[CachedRun], p: usize, len: usize) -> Option<Vec<CachedRun
     }
     let w = segment.word_ids[k - 1];
     let words = w.checked_add(1)?;
+    let next_word = if inside_words { w } else { words };
     let confirmed = match offsets.get(k) {
-        Some(&(s, e)) => s >= local && s < e && segment.word_ids[k] == words,
-        None => run.words == words,
+        Some(&(s, e)) => s >= local && s < e && segment.word_ids[k] == next_word,
+        None => !inside_words && run.words == words,
     };
     if !confirmed {
         return None;

@@ -454,26 +454,27 @@ impl Tokenizer {
     /// fall inside pre-tokens, with its last pre-token left uncounted when the next segment
     /// continues it.
     fn encode_range(&self, text: &str, range: &std::ops::Range<usize>) -> Result<Segment> {
-        let segment = &text[range.clone()];
-        let mut encoded = if range.start == 0 {
-            self.engine.encode_segment(segment)?
-        } else {
-            self.engine.encode_continuation(segment)?
-        };
+        let mut encoded = self.encode_piece(&text[range.clone()], range.start > 0)?;
         if range.end < text.len() && self.rule.as_ref().is_some_and(CutRule::cuts_inside_words) {
             encoded.words = encoded.words.saturating_sub(1);
         }
         Ok(encoded)
     }
 
+    /// Encodes a segment that starts the text, or, with `continuation`, one that follows a cut
+    /// (without the normalizer's prefix at its start); its word count is the segment's own.
+    fn encode_piece(&self, segment: &str, continuation: bool) -> Result<Segment> {
+        if continuation {
+            self.engine.encode_continuation(segment)
+        } else {
+            self.engine.encode_segment(segment)
+        }
+    }
+
     /// Whether `text` goes through the prefix cache: a cache is on, the tokenizer has a cut
-    /// rule whose cuts are pre-token boundaries, and the text is long enough to be encoded in
-    /// parallel. (Vocabulary-derived cuts inside pre-tokens, SentencePiece-style, would need the
-    /// word count and the continuation handled at the reused cut: not done yet.)
+    /// rule, and the text is long enough to be encoded in parallel.
     fn uses_prefix_cache(&self, text: &str) -> bool {
-        self.prefix.is_some()
-            && self.rule.as_ref().is_some_and(|r| !r.cuts_inside_words())
-            && text.len() >= self.min_parallel_bytes.max(2)
+        self.prefix.is_some() && self.rule.is_some() && text.len() >= self.min_parallel_bytes.max(2)
     }
 
     /// Encodes `text` reusing the longest cached prefix, then caches its raw tokens. Only the
@@ -516,11 +517,11 @@ impl Tokenizer {
                     self.keep_columns_at_end(rest, rule, &mut jobs);
                     kept = jobs.iter().flatten().map(|(_, keep)| *keep).collect();
                     let encode = |(range, keep): &(std::ops::Range<usize>, bool)| -> Result<CachedRun> {
-                        let piece = &rest[range.clone()];
+                        let (piece, start) = (&rest[range.clone()], cut + range.start);
                         Ok(if full || *keep {
-                            CachedRun::whole(Arc::new(self.engine.encode_segment(piece)?), cut + range.start)
+                            CachedRun::whole(Arc::new(self.encode_piece(piece, start > 0)?), start)
                         } else {
-                            CachedRun::ids_only(self.engine.encode_ids(piece, false)?, cut + range.start)
+                            CachedRun::ids_only(self.engine.encode_ids(piece, start > 0)?, start)
                         })
                     };
                     let encoded: Vec<Vec<CachedRun>> = if jobs.len() == 1 {
@@ -540,7 +541,7 @@ impl Tokenizer {
                 runs
             }
         };
-        let borrowed: Vec<Run<'_>> = runs.iter().map(CachedRun::run).collect();
+        let borrowed = joined(&runs, rule);
         let finished = finish(&borrowed)?;
         drop(borrowed);
         if !whole {
@@ -587,7 +588,7 @@ impl Tokenizer {
     fn fill_columns(&self, text: &str, runs: &mut [CachedRun]) -> Result<()> {
         let ends: Vec<usize> = runs.iter().skip(1).map(|r| r.start).chain(std::iter::once(text.len())).collect();
         let missing: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].has_columns()).collect();
-        let encode = |&i: &usize| self.engine.encode_segment(&text[runs[i].start..ends[i]]);
+        let encode = |&i: &usize| self.encode_piece(&text[runs[i].start..ends[i]], runs[i].start > 0);
         let segments: Vec<Segment> = if missing.len() == 1 {
             missing.iter().map(encode).collect::<Result<_>>()?
         } else {
@@ -932,6 +933,25 @@ fn all_encoded<T>(results: Vec<Option<T>>) -> Result<Vec<T>> {
     results
         .into_iter()
         .map(|e| e.ok_or_else(|| Error::new(ErrorKind::Encode, "internal: a text of the batch was not encoded")))
+        .collect()
+}
+
+/// The runs of one text, in order, as the finisher joins them. A run holds its segment's own
+/// word count; where cuts fall inside pre-tokens (SentencePiece-style rules), every run boundary
+/// is such a cut, so the pre-token that a run ends with continues in the next run and is counted
+/// once: every run but the last gives up one word (as [`Tokenizer::encode_range`] counts it).
+fn joined<'a>(runs: &'a [CachedRun], rule: &CutRule) -> Vec<Run<'a>> {
+    let inside = rule.cuts_inside_words();
+    let last = runs.len().saturating_sub(1);
+    runs.iter()
+        .enumerate()
+        .map(|(i, cached)| {
+            let mut run = cached.run();
+            if inside && i < last {
+                run.words = run.words.saturating_sub(1);
+            }
+            run
+        })
         .collect()
 }
 
