@@ -83,10 +83,7 @@ impl Core {
         py.detach(|| {
             guarded(|| match options {
                 Some(options) => self.tokenizer.encode_ids(text, options.get(add_special_tokens)),
-                None => {
-                    let own = self.tokenizer.options().clone().add_special_tokens(add_special_tokens);
-                    self.tokenizer.encode_ids(text, &own)
-                }
+                None => self.tokenizer.encode_ids_default(text, add_special_tokens),
             })
         })
     }
@@ -102,10 +99,7 @@ impl Core {
         py.detach(|| {
             guarded(|| match options {
                 Some(options) => self.tokenizer.encode_batch_ids(texts, options.get(add_special_tokens)),
-                None => {
-                    let own = self.tokenizer.options().clone().add_special_tokens(add_special_tokens);
-                    self.tokenizer.encode_batch_ids(texts, &own)
-                }
+                None => self.tokenizer.encode_batch_ids_default(texts, add_special_tokens),
             })
         })
     }

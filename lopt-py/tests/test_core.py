@@ -177,6 +177,25 @@ def test_numpy_paths_equal_ids(pairs, name):
     ids[:1] = 7  # writable, owned by the caller
 
 
+@pytest.mark.parametrize("name", FIXTURES)
+def test_ids_only_takes_add_special_tokens(pairs, name):
+    """Ids-only calls with and without special tokens, through the tokenizer (its prebuilt
+    options) and through the native core with no options (the tokenizer.json's own settings,
+    `Tokenizer::encode_ids_default`, nothing built per call)."""
+    ours, theirs = pairs(name)
+    batch = texts()
+    core = ours._live()
+    for special in (True, False):
+        for text in batch[:4] + batch[-2:]:
+            want = theirs.encode(text, add_special_tokens=special).ids
+            assert ours.encode_ids(text, add_special_tokens=special).tolist() == want, (text[:40], special)
+            assert np.frombuffer(core.encode_ids(text, special), dtype=np.uint32).tolist() == want
+        ids, rows = core.encode_batch_ids(batch, special)
+        ids, rows = np.frombuffer(ids, dtype=np.uint32), np.frombuffer(rows, dtype=np.int64)
+        for i, encoding in enumerate(theirs.encode_batch(batch, add_special_tokens=special)):
+            assert ids[rows[i] : rows[i + 1]].tolist() == encoding.ids, (i, special)
+
+
 def test_encoding_methods_equal_tokenizers(pairs):
     ours, theirs = pairs(FIXTURES[0])
     text = "Hello there, wörld! " * 20

@@ -369,6 +369,30 @@ impl Tokenizer {
         self.encode_ids_settings(text, options.settings())
     }
 
+    /// The token ids of [`encode`](Self::encode) (the `tokenizer.json`'s truncation and padding),
+    /// as [`encode_ids`](Self::encode_ids) computes them: for callers that pass only
+    /// `add_special_tokens` per call, with no options to build or clone.
+    ///
+    /// # Errors
+    /// As [`encode`](Self::encode).
+    pub fn encode_ids_default(&self, text: &str, add_special_tokens: bool) -> Result<Vec<u32>> {
+        self.encode_ids_settings(text, self.default_settings(add_special_tokens))
+    }
+
+    /// The token ids of [`encode_batch`](Self::encode_batch), as
+    /// [`encode_batch_ids`](Self::encode_batch_ids) computes them (see
+    /// [`encode_ids_default`](Self::encode_ids_default)).
+    ///
+    /// # Errors
+    /// As [`encode`](Self::encode); the first failure is returned.
+    pub fn encode_batch_ids_default<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        add_special_tokens: bool,
+    ) -> Result<Vec<Vec<u32>>> {
+        self.encode_batch_ids_settings(texts, self.default_settings(add_special_tokens))
+    }
+
     /// The token ids of [`encode_batch_with`](Self::encode_batch_with), as
     /// [`encode_ids`](Self::encode_ids) computes them (padding to the batch's longest included).
     ///
@@ -380,7 +404,15 @@ impl Tokenizer {
         options: &EncodeOptions,
     ) -> Result<Vec<Vec<u32>>> {
         self.check_options(options)?;
-        let settings = options.settings();
+        self.encode_batch_ids_settings(texts, options.settings())
+    }
+
+    /// [`encode_batch_ids`](Self::encode_batch_ids) after the options are checked.
+    fn encode_batch_ids_settings<S: AsRef<str> + Sync>(
+        &self,
+        texts: &[S],
+        settings: Settings<'_>,
+    ) -> Result<Vec<Vec<u32>>> {
         if !self.finisher.finishes_ids(settings) {
             return Ok(self.encode_batch_settings(texts, settings)?.into_iter().map(Encoding::into_ids).collect());
         }
