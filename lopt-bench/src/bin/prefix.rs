@@ -30,7 +30,7 @@ use lopt_bench::{load_docs, median};
 
 #[derive(Parser)]
 struct Args {
-    /// qwen3 or llama3_1 (selects the chat template too)
+    /// qwen3, llama3_1, gemma3 or llama2 (selects the chat template too)
     #[arg(long, default_value = "qwen3")]
     tokenizer: String,
     #[arg(long)]
@@ -65,30 +65,88 @@ struct Args {
 /// Which of the four lopt modes (plain, cached, plain-ids, cached-ids) a run times.
 const MODES: [&str; 4] = ["plain", "cached", "plain-ids", "cached-ids"];
 
+/// A chat template: renders messages `(role, body)` (roles `system`, `user`, `assistant`) into a
+/// prompt that ends where the model's reply starts, as the fixture's own Jinja template does.
 struct Template {
-    open: fn(&str) -> String,
-    close: &'static str,
+    render: fn(&[(&str, &str)]) -> String,
 }
 
 fn template(name: &str) -> anyhow::Result<Template> {
     Ok(match name {
-        "qwen3" => Template { open: |role| format!("<|im_start|>{role}\n"), close: "<|im_end|>\n" },
-        "llama3_1" => {
-            Template { open: |role| format!("<|start_header_id|>{role}<|end_header_id|>\n\n"), close: "<|eot_id|>" }
-        }
-        other => bail!("no chat template for {other} (qwen3 or llama3_1)"),
+        "qwen3" => Template {
+            render: |messages| {
+                let mut out = String::new();
+                for (role, body) in messages {
+                    out.push_str(&format!("<|im_start|>{role}\n{body}<|im_end|>\n"));
+                }
+                out + "<|im_start|>assistant\n"
+            },
+        },
+        "llama3_1" => Template {
+            render: |messages| {
+                let mut out = String::new();
+                for (role, body) in messages {
+                    out.push_str(&format!("<|start_header_id|>{role}<|end_header_id|>\n\n{body}<|eot_id|>"));
+                }
+                out + "<|start_header_id|>assistant<|end_header_id|>\n\n"
+            },
+        },
+        // Gemma 3 has no system role: its template puts the system text at the start of the first
+        // user turn; the assistant is `model`. `<bos>` comes from the post-processor.
+        "gemma3" => Template {
+            render: |messages| {
+                let mut out = String::new();
+                let mut system: Option<&str> = None;
+                for &(role, body) in messages {
+                    match role {
+                        "system" => system = Some(body),
+                        "user" => {
+                            out.push_str("<start_of_turn>user\n");
+                            if let Some(system) = system.take() {
+                                out.push_str(system);
+                                out.push_str("\n\n");
+                            }
+                            out.push_str(body);
+                            out.push_str("<end_of_turn>\n");
+                        }
+                        _ => out.push_str(&format!("<start_of_turn>model\n{body}<end_of_turn>\n")),
+                    }
+                }
+                out + "<start_of_turn>model\n"
+            },
+        },
+        // Llama 2: `[INST] <<SYS>>\n{system}\n<</SYS>>\n\n{user} [/INST] {assistant} </s><s>[INST] ...`,
+        // the prompt ending with `[/INST]`; the first `<s>` comes from the post-processor.
+        "llama2" => Template {
+            render: |messages| {
+                let mut out = String::new();
+                let mut system: Option<&str> = None;
+                for &(role, body) in messages {
+                    match role {
+                        "system" => system = Some(body),
+                        "user" => {
+                            if !out.is_empty() {
+                                out.push_str("<s>");
+                            }
+                            out.push_str("[INST] ");
+                            if let Some(system) = system.take() {
+                                out.push_str(&format!("<<SYS>>\n{system}\n<</SYS>>\n\n"));
+                            }
+                            out.push_str(body);
+                            out.push_str(" [/INST]");
+                        }
+                        _ => out.push_str(&format!(" {body} </s>")),
+                    }
+                }
+                out
+            },
+        },
+        other => bail!("no chat template for {other} (qwen3, llama3_1, gemma3 or llama2)"),
     })
 }
 
 fn render(t: &Template, messages: &[(&str, &str)]) -> String {
-    let mut out = String::new();
-    for (role, body) in messages {
-        out.push_str(&(t.open)(role));
-        out.push_str(body);
-        out.push_str(t.close);
-    }
-    out.push_str(&(t.open)("assistant"));
-    out
+    (t.render)(messages)
 }
 
 /// `text` cut to at most `bytes` at a char boundary.
