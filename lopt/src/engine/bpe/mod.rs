@@ -30,6 +30,7 @@ mod bench;
 mod bits;
 pub(crate) mod cache;
 mod model;
+mod out;
 mod pretok;
 pub(crate) mod table;
 mod unicode;
@@ -47,6 +48,7 @@ use crate::options::SeedCache as Seeding;
 use added::AddedVocab;
 use cache::{Hit, SeedCache, WordCache};
 use model::{BpeModel, Scratch};
+use out::Out;
 use pretok::{PreTokenizer, Stage};
 pub(crate) use pretok::{CL100K, GPT2, O200K, QWEN};
 use unicode::Form;
@@ -273,7 +275,8 @@ impl Text<'_> {
 /// The state of one `encode_segment` call.
 struct Run<'a> {
     engine: &'a BpeEngine,
-    segment: Segment,
+    /// The segment's columns, written one row per token (offsets and word ids only when full).
+    out: Out,
     scratch: Scratch,
     /// Borrowed from the engine's pool for the call.
     cache: WordCache,
@@ -281,8 +284,6 @@ struct Run<'a> {
     ids: Vec<u32>,
     /// The same as `(id, end within the word)`.
     tokens: Vec<(u32, u32)>,
-    /// Whether offsets and word ids are written (not in ids-only mode).
-    full: bool,
 }
 
 /// The pre-tokens of a piece of `text` that starts at `base`, into the run.
@@ -300,76 +301,45 @@ impl pretok::Sink for Words<'_, '_, '_> {
 }
 
 /// Appends the tokens `(id, end within the word)` of the word at `start` in `text`; `splits`:
-/// some token ends inside a character (only then are identity offsets widened). Without `full`
-/// only the ids are written (ids-only mode: the other columns stay empty).
+/// some token ends inside a character (only then are identity offsets widened). Without full
+/// output only the ids are written (ids-only mode: the other columns stay empty).
 #[inline(always)]
-fn push_tokens(
-    segment: &mut Segment,
-    text: Text<'_>,
-    start: usize,
-    tokens: &[(u32, u32)],
-    splits: bool,
-    word: u32,
-    full: bool,
-) {
-    if !full {
-        segment.ids.extend(tokens.iter().map(|&(id, _)| id));
-        return;
-    }
+fn push_tokens(out: &mut Out, text: Text<'_>, start: usize, tokens: &[(u32, u32)], splits: bool, word: u32) {
     let mut pos = start;
-    if text.aligned.is_none() && !splits {
+    if !out.full() || (text.aligned.is_none() && !splits) {
         for &(id, end) in tokens {
             let end = start + end as usize;
-            segment.ids.push(id);
-            segment.offsets.push((pos, end));
-            segment.word_ids.push(word);
+            out.row(id, (pos, end), word);
             pos = end;
         }
     } else {
         for &(id, end) in tokens {
             let end = start + end as usize;
-            segment.ids.push(id);
-            segment.offsets.push(text.original(pos, end));
-            segment.word_ids.push(word);
+            out.row(id, text.original(pos, end), word);
             pos = end;
         }
     }
 }
 
-/// Appends the tokens of a cached word `start..end` (only its ids without `full`).
+/// Appends the tokens of a cached word `start..end` (only its ids without full output).
 #[inline(always)]
-fn push_hit(
-    segment: &mut Segment,
-    text: Text<'_>,
-    (start, end): (usize, usize),
-    hit: Hit<'_>,
-    splits: bool,
-    word: u32,
-    full: bool,
-) {
+fn push_hit(out: &mut Out, text: Text<'_>, (start, end): (usize, usize), hit: Hit<'_>, splits: bool, word: u32) {
     match hit {
         Hit::One(id) => {
             // One token covers the word, whose ends are character boundaries.
-            segment.ids.push(id);
-            if full {
-                segment.offsets.push(if text.aligned.is_none() { (start, end) } else { text.original(start, end) });
-                segment.word_ids.push(word);
-            }
+            let offsets = if text.aligned.is_none() || !out.full() { (start, end) } else { text.original(start, end) };
+            out.row(id, offsets, word);
         }
-        Hit::Many(tokens) => push_tokens(segment, text, start, tokens, splits, word, full),
+        Hit::Many(tokens) => push_tokens(out, text, start, tokens, splits, word),
     }
 }
 
 impl Run<'_> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
-        let word = self.segment.words;
-        self.segment.ids.push(id);
-        if self.full {
-            self.segment.offsets.push(offsets);
-            self.segment.word_ids.push(word);
-        }
-        self.segment.added_words.push(word);
-        self.segment.words += 1;
+        let word = self.out.words;
+        self.out.row(id, offsets, word);
+        self.out.added_words.push(word);
+        self.out.words += 1;
     }
 
     /// Merges `word` into `self.tokens`.
@@ -389,16 +359,16 @@ impl Run<'_> {
     #[inline(always)]
     fn word(&mut self, text: Text<'_>, start: usize, end: usize) {
         let bytes = &text.str.as_bytes()[start..end];
-        let word = self.segment.words;
-        self.segment.words += 1;
+        let word = self.out.words;
+        self.out.words += 1;
         if bytes.len() > cache::MAX_LEN || is_long_cjk(bytes) {
             self.merge(bytes);
-            push_tokens(&mut self.segment, text, start, &self.tokens, true, word, self.full);
+            push_tokens(&mut self.out, text, start, &self.tokens, true, word);
             return;
         }
         let key = cache::key(text.str.as_bytes(), start, end);
         if let Some((hit, splits)) = self.cache.get(key, bytes) {
-            push_hit(&mut self.segment, text, (start, end), hit, splits, word, self.full);
+            push_hit(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         let engine = self.engine;
@@ -414,12 +384,12 @@ impl Run<'_> {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, bytes.len() as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
             }
-            push_hit(&mut self.segment, text, (start, end), hit, splits, word, self.full);
+            push_hit(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         self.merge(bytes);
         self.cache.insert(key, bytes, &self.tokens);
-        push_tokens(&mut self.segment, text, start, &self.tokens, true, word, self.full);
+        push_tokens(&mut self.out, text, start, &self.tokens, true, word);
     }
 
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
@@ -603,25 +573,18 @@ impl BpeEngine {
         }
         let mut cache: WordCache = self.caches.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default();
         let memo = std::mem::take(&mut cache.pieces);
+        // Room for 2 bytes per token: English averages about 4, but lists, tables and code come
+        // near 2, and a column that outgrows its reservation is copied whole (on such a 1 MB
+        // document that copy was a third of the engine's L2 misses); pages not written are
+        // never touched.
         let mut run = Run {
             engine: self,
-            segment: Segment::default(),
+            out: Out::with_capacity(segment.len() / 2, full),
             scratch: Scratch::with_memo(memo),
             cache,
             ids: Vec::new(),
             tokens: Vec::new(),
-            full,
         };
-        // Enough for 2 bytes per token: English averages about 4, but lists, tables and code come
-        // near 2, and a column that outgrows its reservation is copied whole (on such a 1 MB
-        // document that copy was a third of the engine's L2 misses); pages not written are
-        // never touched.
-        let capacity = segment.len() / 2;
-        run.segment.ids.reserve(capacity);
-        if full {
-            run.segment.offsets.reserve(capacity);
-            run.segment.word_ids.reserve(capacity);
-        }
         let raw = Text { str: segment, aligned: None };
         let mut next_normalized = normalized.iter().peekable();
         for (k, &(id, start, end)) in pieces.iter().enumerate() {
@@ -638,7 +601,7 @@ impl BpeEngine {
         if let Ok(mut pool) = self.caches.lock() {
             pool.push(run.cache);
         }
-        run.segment
+        run.out.finish()
     }
 }
 
