@@ -358,30 +358,31 @@ impl Run<'_> {
     /// One pre-token, `text[start..end]`.
     #[inline(always)]
     fn word(&mut self, text: Text<'_>, start: usize, end: usize) {
-        let bytes = &text.str.as_bytes()[start..end];
+        let all = text.str.as_bytes();
+        let len = end - start;
         let word = self.out.words;
         self.out.words += 1;
-        if bytes.len() > cache::MAX_LEN || is_long_cjk(bytes) {
-            self.merge(bytes);
+        // One compare for the short words that make most of a text; the slice of the word is
+        // made only where it is read (a hit on a short word needs only its packed key).
+        if len > cache::SEED_MAX_LEN && (len > cache::MAX_LEN || is_long_cjk(&all[start..end])) {
+            self.merge(&all[start..end]);
             push_tokens(&mut self.out, text, start, &self.tokens, true, word);
             return;
         }
-        let key = cache::key(text.str.as_bytes(), start, end);
-        if let Some((hit, splits)) = self.cache.get(key, bytes) {
+        let key = cache::key(all, start, end);
+        if let Some((hit, splits)) = self.cache.get_at(key, all, start, end) {
             push_hit(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
+        let bytes = &all[start..end];
         let engine = self.engine;
         // A miss in this thread's cache, but perhaps a vocabulary entry: remembered here too, so
         // that its next lookups stay in this thread's smaller, warmer table.
-        if let Some((hit, splits)) = engine
-            .seed
-            .get()
-            .filter(|_| bytes.len() <= cache::SEED_MAX_LEN)
-            .and_then(|seed| seed.get(text.str.as_bytes(), start, end))
+        if let Some((hit, splits)) =
+            engine.seed.get().filter(|_| len <= cache::SEED_MAX_LEN).and_then(|seed| seed.get(all, start, end))
         {
             match hit {
-                Hit::One(id) => self.cache.insert(key, bytes, &[(id, bytes.len() as u32)]),
+                Hit::One(id) => self.cache.insert(key, bytes, &[(id, len as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
             }
             push_hit(&mut self.out, text, (start, end), hit, splits, word);

@@ -41,27 +41,19 @@ impl U64Map {
         self.slots.iter().copied().filter(|&(k, _)| k != EMPTY)
     }
 
-    /// The slot holding `key`, if any (to update its value in place with [`Self::set_at`]).
+    /// The value of `key`, if any, to read and update in place.
     #[inline(always)]
-    pub(crate) fn find(&self, key: u64) -> Option<(usize, u64)> {
+    pub(crate) fn find_mut(&mut self, key: u64) -> Option<&mut u64> {
         let mut i = self.slot(key);
         loop {
-            let (k, v) = self.slots[i];
+            let (k, _) = self.slots[i];
             if k == key {
-                return Some((i, v));
+                return self.slots.get_mut(i).map(|slot| &mut slot.1);
             }
             if k == EMPTY {
                 return None;
             }
             i = (i + 1) & self.mask;
-        }
-    }
-
-    /// Replaces the value in slot `at` (a slot [`Self::find`] returned).
-    #[inline(always)]
-    pub(crate) fn set_at(&mut self, at: usize, value: u64) {
-        if let Some(slot) = self.slots.get_mut(at) {
-            slot.1 = value;
         }
     }
 
