@@ -6,8 +6,9 @@
 //! Besides the totals it reports the median and 90th percentile of the per-call times, which is
 //! what a server sees for short prompts. With `--batch N` a call is one `encode_batch` of `N`
 //! documents. With `--ids-only` the calls are `encode_ids` / `encode_batch_ids` (the ids of the
-//! same encodings, nothing else computed). `cpu_seconds` is the CPU time of all the process's
-//! threads over the same calls (on a shared machine it does not count waiting for a core).
+//! same encodings, nothing else computed). `cpu_seconds` is the CPU time of the process's
+//! threads over the same calls, each thread alive at the end of a call counted from its start (on
+//! a shared machine it does not count waiting for a core).
 
 use std::io::Write;
 use std::time::Instant;
@@ -159,21 +160,35 @@ pub fn run(args: &BenchArgs) -> Result<()> {
     Ok(())
 }
 
-/// CPU time of all the process's threads so far, in nanoseconds, from each thread's
-/// `/proc/self/task/*/schedstat` (nanosecond resolution); `None` where that is not readable.
-fn process_cpu_ns() -> Option<u64> {
-    let mut total = 0u64;
+/// CPU time of each of the process's threads so far, `(thread id, nanoseconds)`, from each
+/// thread's `/proc/self/task/*/schedstat` (nanosecond resolution); `None` where that is not
+/// readable.
+fn process_cpu_ns() -> Option<Vec<(u64, u64)>> {
+    let mut threads = Vec::new();
     for task in std::fs::read_dir("/proc/self/task").ok()? {
-        let stat = std::fs::read_to_string(task.ok()?.path().join("schedstat")).ok()?;
-        total += stat.split_whitespace().next()?.parse::<u64>().ok()?;
+        let task = task.ok()?;
+        let tid = task.file_name().to_str()?.parse::<u64>().ok()?;
+        let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+        threads.push((tid, stat.split_whitespace().next()?.parse::<u64>().ok()?));
     }
-    Some(total)
+    Some(threads)
 }
 
-/// Adds the CPU time since `start` to `total` (which becomes `None` once a reading fails).
-fn add_cpu(total: &mut Option<f64>, start: Option<u64>) {
+/// Adds the CPU time since `start` to `total` (which becomes `None` once a reading fails): per
+/// thread, so that a thread that ends during the call (the loader's `lopt-free-json`, freeing a
+/// large parsed file) does not take its earlier time out of the sum.
+fn add_cpu(total: &mut Option<f64>, start: Option<Vec<(u64, u64)>>) {
     *total = match (*total, start, process_cpu_ns()) {
-        (Some(sum), Some(start), Some(end)) => Some(sum + end.saturating_sub(start) as f64 * 1e-9),
+        (Some(sum), Some(start), Some(end)) => {
+            let spent: u64 = end
+                .iter()
+                .map(|&(tid, ns)| {
+                    let before = start.iter().find(|&&(t, _)| t == tid).map_or(0, |&(_, b)| b);
+                    ns.saturating_sub(before)
+                })
+                .sum();
+            Some(sum + spent as f64 * 1e-9)
+        }
         _ => None,
     };
 }
