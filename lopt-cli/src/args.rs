@@ -55,8 +55,9 @@ pub struct TokenizerArgs {
     /// only what follows a shared prefix (across the lines of a JSONL input) [default: off]
     #[arg(long, value_name = "SIZE", value_parser = byte_size)]
     pub prefix_cache: Option<usize>,
-    /// When the byte-level BPE engine builds its seeded pre-token cache: on a background thread
-    /// at load, before loading returns (`sync`: benchmarks of a warmed-up server), or never
+    /// When the BPE engines build their seeded pre-token cache and long-word search: on a
+    /// background thread at load, before loading returns (`sync`: benchmarks of a warmed-up
+    /// server), or never (the search then on first use)
     #[arg(long, value_enum, default_value_t = SeedCache::Background)]
     pub seed_cache: SeedCache,
 }

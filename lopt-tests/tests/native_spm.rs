@@ -157,6 +157,42 @@ fn generated_match_hf() {
     });
 }
 
+/// The inputs of `scripts/make_pathological.py`, shorter: runs of one character (one sub-piece
+/// each) go through the backtracking search of long sub-pieces, around its threshold (128
+/// symbols) and above it; random digits, base64 and letters, and runs of characters that fall
+/// back to bytes.
+#[test]
+fn pathological_inputs_match_hf() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut random = |alphabet: &str, len: usize| -> String {
+        let alphabet: Vec<char> = alphabet.chars().collect();
+        (0..len)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                alphabet[(state % alphabet.len() as u64) as usize]
+            })
+            .collect()
+    };
+    let mut inputs: Vec<(String, String)> = Vec::new();
+    for (label, unit) in [("letter", "a"), ("spaces", " "), ("dashes", "-"), ("private use", "\u{e000}")] {
+        for len in [127, 128, 129, 3000] {
+            inputs.push((format!("{label} x{len}"), unit.repeat(len)));
+        }
+    }
+    inputs.push(("spaces then word".into(), format!("{}word", " ".repeat(500))));
+    inputs.push(("digits".into(), random("0123456789", 3000)));
+    inputs.push(("base64".into(), random("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/", 3000)));
+    inputs.push(("ab letters".into(), random("ab", 3000)));
+    inputs.push(("letters, spaces and fallback".into(), random("ab \u{e000}é", 3000)));
+    for_each_fixture(|name, tokenizers| {
+        for (label, text) in &inputs {
+            check(name, label, tokenizers, text);
+        }
+    });
+}
+
 /// Every pair of characters from a pool of classes (spaces, `▁`, added-token pieces, byte
 /// fallback, CJK), followed by a separator.
 #[test]

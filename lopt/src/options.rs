@@ -92,7 +92,8 @@ pub(crate) struct Settings<'a> {
 
 /// When the byte-level BPE engine builds its seeded pre-token cache (the merge result of every
 /// vocabulary entry of up to 15 bytes, shared by all threads). The tokens are the same in every
-/// mode: a word missing from the seed is merged from scratch. Other engines ignore it.
+/// mode: a word missing from the seed is merged from scratch. The byte-level and
+/// SentencePiece-style engines build their long-word search at the same time; other engines ignore it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SeedCache {

@@ -1004,7 +1004,7 @@ fn native_engine(
         Ok(engine) => return Ok(Box::new(engine)),
         Err(reason) => reason,
     };
-    let spm = match SpmEngine::new(json) {
+    let spm = match SpmEngine::new(json, seed) {
         Ok(engine) => return Ok(Box::new(engine)),
         Err(reason) => reason,
     };

@@ -12,6 +12,7 @@
 //! from 0 within it. [`Engine::encode_continuation`] encodes a segment that follows a cut, for
 //! normalizers that put a prefix at the start of every piece.
 
+pub(crate) mod backtrack;
 pub(crate) mod bpe;
 pub(crate) mod guard;
 pub(crate) mod hf;

@@ -267,7 +267,7 @@ impl BpeModel {
     /// thread calls this after building the seed cache, so that the first long word does not
     /// wait for it).
     pub(crate) fn long_search(&self) -> Option<&backtrack::Backtrack> {
-        self.long.get_or_init(|| backtrack::Backtrack::new(self)).as_ref()
+        self.long.get_or_init(|| backtrack::search(self)).as_ref()
     }
 
     /// The cut table, built now if it is not yet.
@@ -366,7 +366,7 @@ impl BpeModel {
         }
         if piece.len() >= LONG_MIN {
             if let Some(search) = self.long_search() {
-                if search.encode(self, piece, &mut scratch.long, out) {
+                if backtrack::encode(search, self, piece, &mut scratch.symbols, &mut scratch.long, out) {
                     return;
                 }
             }

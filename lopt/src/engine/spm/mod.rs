@@ -30,7 +30,7 @@
 
 mod model;
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -39,12 +39,14 @@ use super::bpe::cache::{self, Hit, WordCache};
 use super::{Engine, Segment};
 use crate::boundary::{CharMap, Junctions, PieceRule};
 use crate::error::Result;
+use crate::options::SeedCache;
 use model::{Scratch, SpmModel};
 
 /// Native SentencePiece-style BPE; see the module documentation.
 pub(crate) struct SpmEngine {
     added: AddedVocab,
-    model: SpmModel,
+    /// Shared with the thread that builds its long-word search at load.
+    model: Arc<SpmModel>,
     junctions: Junctions,
     /// What each ASCII character becomes, as `(token id or u32::MAX, left edge, right edge)`:
     /// the normalized character's id and the characters its symbols show at their ends (`<` and
@@ -59,11 +61,13 @@ pub(crate) struct SpmEngine {
 }
 
 impl SpmEngine {
-    /// Compiles the engine from a parsed `tokenizer.json`.
+    /// Compiles the engine from a parsed `tokenizer.json`; `seeding` says when the long-word
+    /// search is built (with the byte-level engine's seed cache: before returning, on a thread
+    /// of its own, or on first use).
     ///
     /// # Errors
     /// The reason, naming the component, when some component is not one this engine reproduces.
-    pub(crate) fn new(json: &Value) -> std::result::Result<SpmEngine, String> {
+    pub(crate) fn new(json: &Value, seeding: SeedCache) -> std::result::Result<SpmEngine, String> {
         let map = CharMap::from_json(&json["normalizer"])?;
         let Some(rule) = PieceRule::new(json)? else {
             return Err("the pre-tokenizer splits the text (not a SentencePiece-style pipeline)".into());
@@ -93,6 +97,14 @@ impl SpmEngine {
         )?;
         if added.has_normalized() {
             return Err("added tokens matched after normalization are not supported natively".into());
+        }
+        let model = Arc::new(model);
+        match seeding {
+            SeedCache::Sync => {
+                model.long_search();
+            }
+            SeedCache::Background => SpmModel::long_search_in_background(&model),
+            SeedCache::Off => {}
         }
         let mut engine = SpmEngine {
             added,

@@ -18,11 +18,17 @@
 //! and ranks that fit the packed merge table.
 
 use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
+use crate::engine::backtrack::{self, Backtrack};
 use crate::engine::bpe::table::{MergeMap, U64Map};
 use crate::engine::merge_core;
+
+/// Sub-pieces of at least this many symbols are encoded by the backtracking search, whose cost
+/// is linear in their length, rather than by the heap merge (as in the byte-level engine).
+const LONG_MIN: usize = 128;
 
 /// The model: how characters start and how symbols merge.
 pub(crate) struct SpmModel {
@@ -33,6 +39,12 @@ pub(crate) struct SpmModel {
     /// Token of each byte, `<0xXX>`.
     byte_ids: [u32; 256],
     merges: MergeMap,
+    /// Each token's initial symbols by id, `symbols[starts[id]..starts[id + 1]]`: per character
+    /// its token, else its byte tokens; a byte token is itself. What the search is built from.
+    spelling: (Vec<u32>, Vec<u32>),
+    /// The linear-time search for sub-pieces of [`LONG_MIN`] symbols or more, built on first use
+    /// or at load (`SeedCache`); `None` when it cannot be built (such words keep the heap).
+    long: OnceLock<Option<Backtrack>>,
 }
 
 /// Reusable buffers of one encoding call.
@@ -41,6 +53,7 @@ pub(crate) struct Scratch {
     ids: Vec<u32>,
     ends: Vec<u32>,
     merge: merge_core::Scratch,
+    long: backtrack::Scratch,
 }
 
 impl SpmModel {
@@ -106,7 +119,65 @@ impl SpmModel {
             merges.push((id_of(a)?, id_of(b)?, id_of(&format!("{a}{b}"))?));
         }
         let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
-        Ok(SpmModel { ascii, chars, byte_ids, merges })
+        let mut model =
+            SpmModel { ascii, chars, byte_ids, merges, spelling: (Vec::new(), Vec::new()), long: OnceLock::new() };
+        model.spelling = model.spell(&by_string).ok_or("the vocabulary is too large")?;
+        Ok(model)
+    }
+
+    /// The initial symbols of every token, by id: what HF's `merge_word` starts from on the
+    /// token's characters (a byte token `<0xXX>` is its own symbol).
+    fn spell(&self, by_string: &HashMap<&str, u32, ahash::RandomState>) -> Option<(Vec<u32>, Vec<u32>)> {
+        let size = by_string.values().max().map_or(0, |&id| id as usize + 1);
+        let mut by_id: Vec<&str> = vec![""; size];
+        for (&token, &id) in by_string {
+            by_id[id as usize] = token;
+        }
+        let mut starts = Vec::with_capacity(size + 1);
+        starts.push(0u32);
+        let mut symbols = Vec::new();
+        for (id, token) in by_id.iter().enumerate() {
+            let byte = token
+                .strip_prefix("<0x")
+                .and_then(|t| t.strip_suffix('>'))
+                .filter(|hex| hex.len() == 2)
+                .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+                .filter(|&b| self.byte_ids[usize::from(b)] as usize == id);
+            match byte {
+                Some(b) => symbols.push(self.byte_ids[usize::from(b)]),
+                None => {
+                    for c in token.chars() {
+                        match self.char_id(c) {
+                            Some(id) => symbols.push(id),
+                            None => {
+                                let mut buf = [0u8; 4];
+                                let bytes = c.encode_utf8(&mut buf).as_bytes();
+                                symbols.extend(bytes.iter().map(|&b| self.byte_ids[usize::from(b)]));
+                            }
+                        }
+                    }
+                }
+            }
+            starts.push(u32::try_from(symbols.len()).ok()?);
+        }
+        Some((starts, symbols))
+    }
+
+    /// The backtracking search of long sub-pieces, built now if it is not yet.
+    pub(crate) fn long_search(&self) -> Option<&Backtrack> {
+        self.long
+            .get_or_init(|| Backtrack::new(&self.merges, self.spelling.0.clone(), self.spelling.1.clone()))
+            .as_ref()
+    }
+
+    /// Builds the search on a thread of its own, so that loading does not wait for it (a
+    /// sub-piece that needs it first waits for the build).
+    pub(crate) fn long_search_in_background(model: &Arc<SpmModel>) {
+        let model = Arc::clone(model);
+        // Without a thread the search is built on first use.
+        let _ = std::thread::Builder::new().name("lopt-spm-search".into()).spawn(move || {
+            model.long_search();
+        });
     }
 
     /// The token of the normalized character `c`, if the vocabulary has it.
@@ -149,8 +220,14 @@ impl SpmModel {
     /// Merges the symbols pushed since the last call and appends the tokens `(id, end)` to `out`
     /// (a merged token ends where its last symbol ends).
     pub(crate) fn merge(&self, scratch: &mut Scratch, out: &mut Vec<(u32, u32)>) {
-        let Scratch { ids, ends, merge } = scratch;
-        merge_core::merge(&self.merges, ids, merge, |id, last| out.push((id, ends[last])));
+        let Scratch { ids, ends, merge, long } = scratch;
+        let searched = ids.len() >= LONG_MIN
+            && self
+                .long_search()
+                .is_some_and(|search| search.encode(&self.merges, ids, long, |id, last| out.push((id, ends[last]))));
+        if !searched {
+            merge_core::merge(&self.merges, ids, merge, |id, last| out.push((id, ends[last])));
+        }
         ids.clear();
         ends.clear();
     }
@@ -178,6 +255,83 @@ mod tests {
             "merges": merges.iter().map(|(a, b)| format!("{a} {b}")).collect::<Vec<_>>(),
         });
         SpmModel::from_json(&model).unwrap()
+    }
+
+    /// The fixtures' models (a missing one is skipped with a notice).
+    fn fixture_models() -> impl Iterator<Item = (&'static str, SpmModel)> {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
+        ["gemma3", "llama2"].into_iter().filter_map(move |name| {
+            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
+                eprintln!("NOTICE: {name} not found; skipped");
+                return None;
+            };
+            let json: Value = serde_json::from_slice(&bytes).unwrap();
+            Some((name, SpmModel::from_json(&json["model"]).unwrap()))
+        })
+    }
+
+    /// The backtracking search against the heap merge on the real vocabularies, from the
+    /// symbols the engine builds: runs of one character, random words over small alphabets
+    /// (letters, `▁`, digits, base64, CJK, characters that fall back to bytes), up to 2,000
+    /// characters, around the search's threshold and far above it.
+    #[test]
+    fn backtracking_is_the_heap_merge_on_fixtures() {
+        for (name, model) in fixture_models() {
+            let search = model.long_search().expect("the search builds");
+            let (walkable, others) = search.check_walks(&model.merges, 40);
+            eprintln!("{name}: {walkable} tokens decided by the rank walk, {others} reachable ones by merging");
+            let mut scratch = Scratch::default();
+            let mut words: Vec<Vec<char>> = Vec::new();
+            for c in ['a', '▁', '-', '=', '0', '\n', '中', '\u{e000}', '😀'] {
+                for len in [1, 2, 3, 16, 127, 128, 129, 1000] {
+                    words.push(vec![c; len]);
+                }
+            }
+            let alphabets = [
+                "ab",
+                "ab▁",
+                "▁▁▁a",
+                "0123456789",
+                "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
+                "▁\t\n",
+                "中文字符",
+                "é\u{e000}😀a▁",
+            ];
+            let mut state = 0x2545_f491_4f6c_dd1du64;
+            for alphabet in alphabets {
+                let alphabet: Vec<char> = alphabet.chars().collect();
+                for _ in 0..12 {
+                    let len = 100 + (state % 1900) as usize;
+                    let word = (0..len)
+                        .map(|_| {
+                            state ^= state << 13;
+                            state ^= state >> 7;
+                            state ^= state << 17;
+                            alphabet[(state % alphabet.len() as u64) as usize]
+                        })
+                        .collect();
+                    words.push(word);
+                }
+            }
+            for word in &words {
+                let mut end = 0u32;
+                for &c in word {
+                    end += c.len_utf8() as u32;
+                    model.push_char(c, end, &mut scratch);
+                }
+                let (mut got, mut expected) = (Vec::new(), Vec::new());
+                let found =
+                    search.encode(&model.merges, &scratch.ids, &mut scratch.long, |id, last| got.push((id, last)));
+                assert!(found, "{name}: the search failed");
+                merge_core::merge_heap(&model.merges, &scratch.ids, &mut scratch.merge, |id, last| {
+                    expected.push((id, last))
+                });
+                let text: String = word.iter().take(40).collect();
+                assert_eq!(got, expected, "{name}: {text:?} ({} characters)", word.len());
+                scratch.ids.clear();
+                scratch.ends.clear();
+            }
+        }
     }
 
     #[test]

@@ -1,218 +1,47 @@
-//! Linear-time BPE for long pre-tokens: a backtracking search for the one tokenization whose
-//! adjacent tokens are all *compatible*, which is exactly BPE's output (the argument is in
-//! `docs/correctness.md`, section 4.1).
-//!
-//! The heap merge costs O(n log n) with a cache miss per heap level once the heap outgrows the
-//! caches: a 1 MB pre-token (one letter repeated, a run of spaces) ran 8-11x slower per byte than
-//! prose. Here each step takes the longest vocabulary token at the current position (a walk down a
-//! trie of the vocabulary) and keeps it when the token before it and it are compatible, else
-//! tries its next shorter prefix token, else steps back one token; a position from which no token
-//! was kept is marked dead and never tried again, so the work is linear in the text times the
-//! token length.
-//!
-//! Two tokens `a`, `b` are *compatible* when BPE of `a`'s bytes then `b`'s is `[a, b]`; the first
-//! token must be *reachable* (BPE of its bytes is itself). Both are decided by merging those bytes
-//! with the ordinary merge, so nothing here depends on properties of the merge ranks; the answers
-//! are memoized per call, which makes repetitive words (the slow case of the heap) cheap.
+//! The byte-level model's long-word search: the shared backtracking search
+//! (`engine/backtrack.rs`) over byte symbols, each token spelled by its bytes.
 
 use super::BpeModel;
-use crate::engine::bpe::table::U64Map;
-use crate::engine::merge_core;
+pub(crate) use crate::engine::backtrack::{Backtrack, Scratch};
 
-const NONE: u32 = u32::MAX;
-
-/// Entries of the per-call memo of compatibility answers (direct-mapped).
-const MEMO: usize = 1 << 12;
-
-/// The compiled search; built once per model, on first use (see [`BpeModel::long_search`]).
-pub(crate) struct Backtrack {
-    /// Trie of the vocabulary's byte strings: `node << 8 | byte` to the child node.
-    trie: U64Map,
-    /// The token spelled by each trie node, [`NONE`] for inner nodes.
-    node_token: Vec<u32>,
-    /// By token id: the longest token that is a proper prefix of it, [`NONE`] for a byte.
-    shorter: Vec<u32>,
-    /// By token id: its bytes, `bytes[starts[id]..starts[id + 1]]`.
-    starts: Vec<u32>,
-    bytes: Vec<u8>,
+/// Compiles the search for `model`; `None` when the vocabulary is too large for it.
+pub(crate) fn search(model: &BpeModel) -> Option<Backtrack> {
+    let size = model.token_len.len();
+    let mut by_id: Vec<&[u8]> = vec![&[]; size];
+    for (bytes, &id) in &model.vocab {
+        if let Some(slot) = by_id.get_mut(id as usize) {
+            *slot = bytes;
+        }
+    }
+    let mut starts = Vec::with_capacity(size + 1);
+    starts.push(0u32);
+    let mut symbols = Vec::new();
+    for bytes in by_id {
+        symbols.extend(bytes.iter().map(|&b| model.byte_ids[usize::from(b)]));
+        starts.push(u32::try_from(symbols.len()).ok()?);
+    }
+    Backtrack::new(&model.merges, starts, symbols)
 }
 
-/// Reusable buffers of [`Backtrack::encode`].
-#[derive(Default)]
-pub(crate) struct Scratch {
-    tokens: Vec<u32>,
-    /// One bit per position `0..=n`: set while a tokenization of the rest may start there.
-    alive: Vec<u64>,
-    /// `(left << 32 | right, compatible)`, `right` = [`NONE`] for "is `left` reachable".
-    memo: Vec<(u64, bool)>,
-    symbols: Vec<u32>,
-    merged: Vec<u32>,
-    merge: merge_core::Scratch,
-}
-
-impl Backtrack {
-    /// Compiles the search for `model`; `None` when the vocabulary is too large for it.
-    pub(crate) fn new(model: &BpeModel) -> Option<Backtrack> {
-        let size = model.token_len.len();
-        // Shorter tokens first, so that a token's prefixes are in the trie when it is inserted
-        // and its longest shorter prefix is the last token met on its path.
-        let mut entries: Vec<(&[u8], u32)> = model.vocab.iter().map(|(b, &id)| (&b[..], id)).collect();
-        entries.sort_unstable_by_key(|e| e.0.len());
-        let mut trie = U64Map::with_capacity(entries.iter().map(|e| e.0.len()).sum());
-        let mut node_token = vec![NONE];
-        let mut shorter = vec![NONE; size];
-        for &(bytes, id) in &entries {
-            let mut node = 0u64;
-            let mut prefix = NONE;
-            for &b in bytes {
-                let token = node_token[node as usize];
-                if token != NONE {
-                    prefix = token;
-                }
-                let key = node << 8 | u64::from(b);
-                node = match trie.get(key) {
-                    Some(child) => child,
-                    None => {
-                        let child = node_token.len() as u64;
-                        trie.insert(key, child);
-                        node_token.push(NONE);
-                        child
-                    }
-                };
-            }
-            node_token[node as usize] = id;
-            shorter[id as usize] = prefix;
-        }
-        u32::try_from(node_token.len()).ok()?;
-        let mut starts = vec![0u32; size + 1];
-        let mut bytes = Vec::new();
-        let mut by_id: Vec<&[u8]> = vec![&[]; size];
-        for &(b, id) in &entries {
-            by_id[id as usize] = b;
-        }
-        for (id, b) in by_id.iter().enumerate() {
-            bytes.extend_from_slice(b);
-            starts[id + 1] = u32::try_from(bytes.len()).ok()?;
-        }
-        let search = Backtrack { trie, node_token, shorter, starts, bytes };
-        Some(search)
-    }
-
-    /// The longest token that `text` starts with ([`NONE`] only for empty `text`: every byte is
-    /// a token).
-    #[inline]
-    fn longest(&self, text: &[u8]) -> u32 {
-        let mut node = 0u64;
-        let mut found = NONE;
-        for &b in text {
-            match self.trie.get(node << 8 | u64::from(b)) {
-                Some(child) => node = child,
-                None => break,
-            }
-            let token = self.node_token[node as usize];
-            if token != NONE {
-                found = token;
-            }
-        }
-        found
-    }
-
-    fn token_bytes(&self, id: u32) -> &[u8] {
-        let (from, to) = (self.starts[id as usize] as usize, self.starts[id as usize + 1] as usize);
-        &self.bytes[from..to]
-    }
-
-    /// Whether BPE of `left`'s bytes then `right`'s is `[left, right]` (`right` = [`NONE`]:
-    /// whether BPE of `left`'s bytes is `[left]`), by merging them; memoized in `scratch`.
-    #[inline]
-    fn compatible(&self, model: &BpeModel, left: u32, right: u32, scratch: &mut Scratch) -> bool {
-        let key = u64::from(left) << 32 | u64::from(right);
-        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % MEMO;
-        if let Some(&(k, answer)) = scratch.memo.get(slot) {
-            if k == key {
-                return answer;
-            }
-        }
-        let Scratch { symbols, merged, merge, memo, .. } = scratch;
-        symbols.clear();
-        let right_bytes = if right == NONE { &[][..] } else { self.token_bytes(right) };
-        for &b in self.token_bytes(left).iter().chain(right_bytes) {
-            symbols.push(model.byte_ids[usize::from(b)]);
-        }
-        merged.clear();
-        merge_core::merge(&model.merges, symbols, merge, |id, _| merged.push(id));
-        let answer = if right == NONE { merged[..] == [left] } else { merged[..] == [left, right] };
-        if let Some(entry) = memo.get_mut(slot) {
-            *entry = (key, answer);
-        }
-        answer
-    }
-
-    /// Appends BPE of `text` to `out`; `false` (and nothing appended) if the search fails, which
-    /// the argument of the module rules out but which then leaves the word to the heap merge.
-    pub(crate) fn encode(&self, model: &BpeModel, text: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) -> bool {
-        let n = text.len();
-        let mut tokens = std::mem::take(&mut scratch.tokens);
-        let mut alive = std::mem::take(&mut scratch.alive);
-        if scratch.memo.len() != MEMO {
-            scratch.memo = vec![(u64::MAX, false); MEMO];
-        }
-        tokens.clear();
-        alive.clear();
-        alive.resize(n / 64 + 1, u64::MAX);
-        let mut pos = 0usize;
-        let mut next = self.longest(text);
-        let mut found = true;
-        while pos < n {
-            let mut token = next;
-            let last = tokens.last().copied().unwrap_or(NONE);
-            loop {
-                let end = pos + model.token_len(token);
-                if alive[end / 64] >> (end % 64) & 1 != 0
-                    && (if last == NONE {
-                        self.compatible(model, token, NONE, scratch)
-                    } else {
-                        self.compatible(model, last, token, scratch)
-                    })
-                {
-                    tokens.push(token);
-                    pos = end;
-                    next = self.longest(&text[pos..]);
-                    break;
-                }
-                let shorter = self.shorter[token as usize];
-                if shorter != NONE {
-                    token = shorter;
-                    continue;
-                }
-                // No token fits at `pos` after `last`: `pos` is dead; step back.
-                alive[pos / 64] &= !(1u64 << (pos % 64));
-                match tokens.pop() {
-                    Some(last) => {
-                        pos -= model.token_len(last);
-                        next = last;
-                    }
-                    None => found = false,
-                }
-                break;
-            }
-            if !found {
-                break;
-            }
-        }
-        if found {
-            out.extend_from_slice(&tokens);
-        }
-        scratch.tokens = tokens;
-        scratch.alive = alive;
-        found
-    }
+/// Appends BPE of `word` to `out` by the search; `false` (nothing appended) if it fails.
+pub(crate) fn encode(
+    search: &Backtrack,
+    model: &BpeModel,
+    word: &[u8],
+    symbols: &mut Vec<u32>,
+    scratch: &mut Scratch,
+    out: &mut Vec<u32>,
+) -> bool {
+    symbols.clear();
+    symbols.extend(word.iter().map(|&b| model.byte_ids[usize::from(b)]));
+    search.encode(&model.merges, symbols, scratch, |id, _| out.push(id))
 }
 
 #[cfg(test)]
 mod tests {
     use super::super::tests::{fixture_models, BYTE_LEVEL};
     use super::*;
+    use crate::engine::merge_core;
     use serde_json::Value;
 
     /// A random byte-level BPE over the letters `a`..`a + letters`: `merges` random merges of
@@ -264,10 +93,14 @@ mod tests {
     #[test]
     fn backtracking_is_the_heap_merge_on_random_models() {
         let mut checked = 0;
+        let mut walks = (0, 0);
         for seed in 1..60u64 {
             let letters = 1 + (seed % 4) as u8;
             let model = random_model(seed * 7919, letters, 20 + (seed as usize * 3) % 60);
-            let Some(search) = Backtrack::new(&model) else { continue };
+            let Some(search) = search(&model) else { continue };
+            let (walkable, others) = search.check_walks(&model.merges, 120);
+            walks.0 += walkable;
+            walks.1 += others;
             let mut scratch = Scratch::default();
             let mut state = seed;
             for _ in 0..300 {
@@ -280,12 +113,15 @@ mod tests {
                     })
                     .collect();
                 let mut got = Vec::new();
-                assert!(search.encode(&model, &word, &mut scratch, &mut got));
+                assert!(encode(&search, &model, &word, &mut Vec::new(), &mut scratch, &mut got));
                 assert_eq!(got, heap_bpe(&model, &word), "seed {seed}: {:?}", String::from_utf8_lossy(&word));
                 checked += 1;
             }
         }
         assert!(checked > 5000, "only {checked} words checked");
+        // Both ways of deciding compatibility are exercised: the rank walk (and checked against
+        // merging, pair by pair) and merging.
+        assert!(walks.0 > 500 && walks.1 > 20, "walkable and other tokens: {walks:?}");
     }
 
     /// The search against the heap merge on the real vocabularies: runs of one byte, of spaces,
@@ -293,7 +129,9 @@ mod tests {
     #[test]
     fn backtracking_is_the_heap_merge_on_fixtures() {
         for (name, model) in fixture_models(&BYTE_LEVEL) {
-            let search = Backtrack::new(&model).expect("the search builds");
+            let search = search(&model).expect("the search builds");
+            let (walkable, others) = search.check_walks(&model.merges, 40);
+            eprintln!("{name}: {walkable} tokens decided by the rank walk, {others} reachable ones by merging");
             let mut scratch = Scratch::default();
             let mut words: Vec<Vec<u8>> = Vec::new();
             for b in [b'a', b' ', b'-', b'=', b'0', b'\n', b'x', b'.'] {
@@ -326,7 +164,7 @@ mod tests {
             }
             for word in &words {
                 let mut got = Vec::new();
-                assert!(search.encode(&model, word, &mut scratch, &mut got));
+                assert!(encode(&search, &model, word, &mut Vec::new(), &mut scratch, &mut got));
                 let expected = heap_bpe(&model, word);
                 assert_eq!(got, expected, "{name}: {:?}", String::from_utf8_lossy(&word[..word.len().min(40)]));
             }
@@ -340,14 +178,14 @@ mod tests {
     fn long_word_timing() {
         for (name, model) in fixture_models(&BYTE_LEVEL) {
             let t = std::time::Instant::now();
-            let search = Backtrack::new(&model).unwrap();
+            let search = search(&model).unwrap();
             let build = t.elapsed();
             let mut scratch = Scratch::default();
             let mut line = format!("{name}: build {:.1} ms", build.as_secs_f64() * 1e3);
             for (label, word) in [("a", vec![b'a'; 1 << 20]), ("spaces", vec![b' '; 1 << 20])] {
                 let (mut got, mut expected) = (Vec::new(), Vec::new());
                 let t = std::time::Instant::now();
-                search.encode(&model, &word, &mut scratch, &mut got);
+                encode(&search, &model, &word, &mut Vec::new(), &mut scratch, &mut got);
                 let fast = t.elapsed();
                 let t = std::time::Instant::now();
                 let symbols: Vec<u32> = word.iter().map(|&b| model.byte_ids[usize::from(b)]).collect();

@@ -1,0 +1,359 @@
+//! Linear-time BPE for long words, shared by the byte-level engine (`engine/bpe`, symbols are
+//! bytes) and the SentencePiece-style one (`engine/spm`, symbols are characters or fallback
+//! bytes): a backtracking search for the one tokenization whose adjacent tokens are all
+//! *compatible*, which is exactly BPE's output (the argument is in `docs/correctness.md`, section
+//! 4.1; it is about sequences of initial symbols and holds for any alphabet of them).
+//!
+//! The heap merge costs O(n log n) with a cache miss per heap level once the heap outgrows the
+//! caches: a 1 MB word (one letter repeated, a run of spaces) ran 8-11x slower per byte than
+//! prose. Here each step takes the longest vocabulary token at the current position (a walk down a
+//! trie of the tokens' initial symbols) and keeps it when the token before it and it are
+//! compatible, else tries its next shorter prefix token, else steps back one token; a position
+//! from which no token was kept is marked dead and never tried again, so the work is linear in the
+//! word times the token length.
+//!
+//! Two tokens `a`, `b` are *compatible* when BPE of `a`'s symbols then `b`'s is `[a, b]`; the
+//! first token must be *reachable* (BPE of its symbols is itself). Both are decided by merging
+//! those symbols with the ordinary merge (`engine/merge_core.rs`), so nothing here depends on
+//! properties of the merge ranks, nor on the spellings being the ones BPE builds the tokens from:
+//! a token spelled wrongly is never compatible, so the search only loses it (and falls back to the
+//! heap merge if it needed it). The answers are memoized per call, which makes repetitive words
+//! (the slow case of the heap) cheap.
+
+use crate::engine::bpe::table::{MergeMap, U64Map, NO_RANK};
+use crate::engine::merge_core;
+
+const NONE: u32 = u32::MAX;
+
+/// Entries of the per-call memo of compatibility answers (direct-mapped).
+const MEMO: usize = 1 << 12;
+
+/// How the merge of one token's symbols alone ends ([`Backtrack::walks`]).
+#[derive(Clone, Copy)]
+struct History {
+    /// The two tokens the last merge joined (the token itself twice for one symbol).
+    left: u32,
+    right: u32,
+    /// The last merge's rank plus one; 0 for one symbol, which no merge made.
+    rank: u32,
+    /// BPE of the token's symbols alone is the token.
+    reachable: bool,
+    /// The ranks that merge applied never decrease (always true for one symbol).
+    increasing: bool,
+}
+
+/// The compiled search; built once per model, on first use or with the seed cache.
+pub(crate) struct Backtrack {
+    /// Trie of the tokens' spellings: `node << 32 | symbol` to the child node.
+    trie: U64Map,
+    /// The token spelled by each trie node, [`NONE`] for inner nodes.
+    node_token: Vec<u32>,
+    /// By token id: the longest token that is a proper prefix of it, [`NONE`] for a symbol.
+    shorter: Vec<u32>,
+    /// By token id: its initial symbols, `symbols[starts[id]..starts[id + 1]]`.
+    starts: Vec<u32>,
+    symbols: Vec<u32>,
+    /// By token id: how the merge of its symbols alone ends, for the rank walk of
+    /// [`Self::compatible`].
+    walks: Vec<History>,
+}
+
+/// Reusable buffers of [`Backtrack::encode`].
+#[derive(Default)]
+pub(crate) struct Scratch {
+    tokens: Vec<u32>,
+    /// One bit per position `0..=n`: set while a tokenization of the rest may start there.
+    alive: Vec<u64>,
+    /// `(left << 32 | right, compatible)`, `right` = [`NONE`] for "is `left` reachable".
+    memo: Vec<(u64, bool)>,
+    pair: Vec<u32>,
+    merged: Vec<u32>,
+    merge: merge_core::Scratch,
+}
+
+impl Backtrack {
+    /// Compiles the search from the tokens' spellings by id (`symbols[starts[id]..starts[id +
+    /// 1]]`, empty for an id that is not a token); `None` when the arrays are inconsistent or too
+    /// large for the trie's 32-bit nodes.
+    pub(crate) fn new(merges: &MergeMap, starts: Vec<u32>, symbols: Vec<u32>) -> Option<Backtrack> {
+        let size = starts.len().checked_sub(1)?;
+        if starts.windows(2).any(|w| w[0] > w[1]) || starts.last().copied()? as usize != symbols.len() {
+            return None;
+        }
+        let len = |id: usize| (starts[id + 1] - starts[id]) as usize;
+        // Shorter tokens first, so that a token's prefixes are in the trie when it is inserted
+        // and its longest shorter prefix is the last token met on its path.
+        let mut ids: Vec<u32> = (0..size).filter(|&id| len(id) > 0).map(|id| id as u32).collect();
+        ids.sort_unstable_by_key(|&id| len(id as usize));
+        let mut trie = U64Map::with_capacity(symbols.len());
+        let mut node_token = vec![NONE];
+        let mut shorter = vec![NONE; size];
+        for &id in &ids {
+            let mut node = 0u64;
+            let mut prefix = NONE;
+            for &s in &symbols[starts[id as usize] as usize..starts[id as usize + 1] as usize] {
+                let token = node_token[node as usize];
+                if token != NONE {
+                    prefix = token;
+                }
+                let key = node << 32 | u64::from(s);
+                node = match trie.get(key) {
+                    Some(child) => child,
+                    None => {
+                        let child = node_token.len() as u64;
+                        // Nodes below 2^32 - 1, so no key is the table's reserved one.
+                        if child >= u64::from(u32::MAX) {
+                            return None;
+                        }
+                        trie.insert(key, child);
+                        node_token.push(NONE);
+                        child
+                    }
+                };
+            }
+            // Two ids with one spelling: the later one is never produced, as in a trie of
+            // distinct strings; the compatibility checks still hold the kept one to BPE.
+            if node_token[node as usize] == NONE {
+                node_token[node as usize] = id;
+            }
+            shorter[id as usize] = prefix;
+        }
+        let walks = (0..size)
+            .map(|id| history(merges, id as u32, &symbols[starts[id] as usize..starts[id + 1] as usize]))
+            .collect();
+        Some(Backtrack { trie, node_token, shorter, starts, symbols, walks })
+    }
+
+    /// The longest token that `text` starts with ([`NONE`] when no token spells its first
+    /// symbol).
+    #[inline]
+    fn longest(&self, text: &[u32]) -> u32 {
+        let mut node = 0u64;
+        let mut found = NONE;
+        for &s in text {
+            match self.trie.get(node << 32 | u64::from(s)) {
+                Some(child) => node = child,
+                None => break,
+            }
+            let token = self.node_token[node as usize];
+            if token != NONE {
+                found = token;
+            }
+        }
+        found
+    }
+
+    /// The initial symbols of the token `id` (empty for an id that is not a token).
+    #[inline]
+    fn spelling(&self, id: u32) -> &[u32] {
+        match (self.starts.get(id as usize), self.starts.get(id as usize + 1)) {
+            (Some(&from), Some(&to)) => &self.symbols[from as usize..to as usize],
+            _ => &[],
+        }
+    }
+
+    /// Whether BPE of `left`'s symbols then `right`'s is `[left, right]` (`right` = [`NONE`]:
+    /// whether BPE of `left`'s symbols is `[left]`), by the rank walk when both tokens' own
+    /// merges apply non-decreasing ranks, else by merging them; memoized in `scratch`.
+    #[inline]
+    fn compatible(&self, merges: &MergeMap, left: u32, right: u32, scratch: &mut Scratch) -> bool {
+        let (Some(a), b) = (self.walks.get(left as usize), self.walks.get(right as usize)) else { return false };
+        if !a.reachable || b.is_some_and(|b| !b.reachable) {
+            return false;
+        }
+        let Some(b) = b else { return true };
+        if a.increasing && b.increasing {
+            return self.walk(merges, left, right);
+        }
+        let key = u64::from(left) << 32 | u64::from(right);
+        let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % MEMO;
+        if let Some(&(k, answer)) = scratch.memo.get(slot) {
+            if k == key {
+                return answer;
+            }
+        }
+        let Scratch { pair, merged, merge, memo, .. } = scratch;
+        pair.clear();
+        pair.extend_from_slice(self.spelling(left));
+        if right != NONE {
+            pair.extend_from_slice(self.spelling(right));
+        }
+        merged.clear();
+        merge_core::merge(merges, pair, merge, |id, _| merged.push(id));
+        let answer = if right == NONE { merged[..] == [left] } else { merged[..] == [left, right] };
+        if let Some(entry) = memo.get_mut(slot) {
+            *entry = (key, answer);
+        }
+        answer
+    }
+
+    /// Whether BPE of `left`'s symbols then `right`'s is `[left, right]`, for two reachable
+    /// tokens whose own merges apply non-decreasing ranks (`docs/correctness.md` 4.1, "rank
+    /// walk"). Their merges then run, until a merge crosses the edge, in rank order (leftmost
+    /// first among equal ranks), so the pairs that meet at the edge are, latest first: the two
+    /// tokens, then the state before the later of their last merges, and so on. A pair at the
+    /// edge is merged across it iff its rank is below the last merge that ends its time at the
+    /// edge (or equal, when that merge is on the right: the edge pair is then further left).
+    fn walk(&self, merges: &MergeMap, mut left: u32, mut right: u32) -> bool {
+        // In ranks plus one: the cross pair must rank at or above this.
+        let mut limit = u64::MAX;
+        loop {
+            let rank = merges.rank(left, right);
+            if rank != NO_RANK && u64::from(rank) + 1 < limit {
+                return false;
+            }
+            let (l, r) = (self.walks[left as usize], self.walks[right as usize]);
+            if l.rank > r.rank {
+                limit = u64::from(l.rank);
+                left = l.right;
+            } else if r.rank > 0 {
+                limit = u64::from(r.rank) + 1;
+                right = r.left;
+            } else {
+                return true;
+            }
+        }
+    }
+
+    /// BPE of the initial symbols `text` under `merges`, reported with `emit` as `(id, last)`
+    /// like [`merge_core::merge`] (the index of the last symbol each token covers); `false` (and
+    /// nothing emitted) if the search fails, which the argument of the module rules out when every
+    /// token BPE needs is spelled right, and which then leaves the word to the heap merge.
+    pub(crate) fn encode(
+        &self,
+        merges: &MergeMap,
+        text: &[u32],
+        scratch: &mut Scratch,
+        mut emit: impl FnMut(u32, usize),
+    ) -> bool {
+        let n = text.len();
+        let mut tokens = std::mem::take(&mut scratch.tokens);
+        let mut alive = std::mem::take(&mut scratch.alive);
+        if scratch.memo.len() != MEMO {
+            scratch.memo = vec![(u64::MAX, false); MEMO];
+        }
+        tokens.clear();
+        alive.clear();
+        alive.resize(n / 64 + 1, u64::MAX);
+        let mut pos = 0usize;
+        let mut next = self.longest(text);
+        let mut found = next != NONE || n == 0;
+        while found && pos < n {
+            let mut token = next;
+            let last = tokens.last().copied().unwrap_or(NONE);
+            loop {
+                let end = pos + self.spelling(token).len();
+                if alive[end / 64] >> (end % 64) & 1 != 0
+                    && (if last == NONE {
+                        self.compatible(merges, token, NONE, scratch)
+                    } else {
+                        self.compatible(merges, last, token, scratch)
+                    })
+                {
+                    tokens.push(token);
+                    pos = end;
+                    next = self.longest(&text[pos..]);
+                    if next == NONE && pos < n {
+                        found = false;
+                    }
+                    break;
+                }
+                let shorter = self.shorter[token as usize];
+                if shorter != NONE {
+                    token = shorter;
+                    continue;
+                }
+                // No token fits at `pos` after `last`: `pos` is dead; step back.
+                alive[pos / 64] &= !(1u64 << (pos % 64));
+                match tokens.pop() {
+                    Some(last) => {
+                        pos -= self.spelling(last).len();
+                        next = last;
+                    }
+                    None => found = false,
+                }
+                break;
+            }
+        }
+        if found {
+            let mut end = 0usize;
+            for &id in &tokens {
+                end += self.spelling(id).len();
+                emit(id, end - 1);
+            }
+        }
+        scratch.tokens = tokens;
+        scratch.alive = alive;
+        found
+    }
+}
+
+#[cfg(test)]
+impl Backtrack {
+    /// Compares the rank walk with merging the pair's symbols on every pair of reachable tokens
+    /// whose merges apply non-decreasing ranks, among `limit` such tokens spread over the ids;
+    /// returns the
+    /// number of such tokens and of reachable tokens without the property.
+    pub(crate) fn check_walks(&self, merges: &MergeMap, limit: usize) -> (usize, usize) {
+        let walkable: Vec<u32> = (0..self.walks.len() as u32)
+            .filter(|&id| self.walks[id as usize].reachable && self.walks[id as usize].increasing)
+            .collect();
+        let others = self.walks.iter().filter(|h| h.reachable && !h.increasing).count();
+        let mut scratch = Scratch { memo: vec![(u64::MAX, false); MEMO], ..Scratch::default() };
+        let step = (walkable.len() / limit.max(1)).max(1);
+        let sample: Vec<u32> = walkable.iter().step_by(step).take(limit).copied().collect();
+        for &a in &sample {
+            for &b in &sample {
+                let walked = self.walk(merges, a, b);
+                // The memo is keyed by the pair: clear the slot so the merge runs.
+                scratch.memo.iter_mut().for_each(|m| *m = (u64::MAX, false));
+                let pair: Vec<u32> = self.spelling(a).iter().chain(self.spelling(b)).copied().collect();
+                let mut merged = Vec::new();
+                merge_core::merge_heap(merges, &pair, &mut scratch.merge, |id, _| merged.push(id));
+                assert_eq!(walked, merged[..] == [a, b], "tokens {a} and {b}: {pair:?} merges to {merged:?}");
+            }
+        }
+        (walkable.len(), others)
+    }
+}
+
+/// How BPE of `symbols` (the spelling of token `id`) alone ends: by the textbook loop, recording
+/// the last merge and whether the ranks applied ever decrease (build time only).
+fn history(merges: &MergeMap, id: u32, symbols: &[u32]) -> History {
+    let unreachable = History { left: NONE, right: NONE, rank: 0, reachable: false, increasing: false };
+    match symbols {
+        [] => return unreachable,
+        [one] => {
+            let reachable = *one == id;
+            return History { left: id, right: id, rank: 0, reachable, increasing: reachable };
+        }
+        _ => {}
+    }
+    let mut ids = symbols.to_vec();
+    let (mut last, mut increasing) = (None, true);
+    loop {
+        let mut best = (NO_RANK, 0usize, 0u32);
+        for (k, pair) in ids.windows(2).enumerate() {
+            let (rank, merged) = merges.get(pair[0], pair[1]);
+            if rank < best.0 {
+                best = (rank, k, merged);
+            }
+        }
+        let (rank, at, merged) = best;
+        if rank == NO_RANK {
+            break;
+        }
+        if let Some((_, _, previous)) = last {
+            increasing &= rank >= previous;
+        }
+        last = Some((ids[at], ids[at + 1], rank));
+        ids[at] = merged;
+        ids.remove(at + 1);
+    }
+    match last {
+        Some((left, right, rank)) if ids[..] == [id] => {
+            History { left, right, rank: rank.saturating_add(1), reachable: true, increasing }
+        }
+        _ => unreachable,
+    }
+}
