@@ -11,7 +11,7 @@ use aho_corasick::{AhoCorasick, MatchKind};
 use regex::Regex;
 use serde_json::Value;
 
-use super::model::WordPiece;
+use super::model::Vocab;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Props {
@@ -59,13 +59,13 @@ impl Added {
     /// A reason when the token list is malformed or an automaton cannot be built.
     pub(super) fn from_json(
         tokens: &Value,
-        model: &WordPiece,
+        vocab: &Vocab<'_>,
         normalize: impl Fn(&str) -> String,
     ) -> Result<(Option<Added>, Option<Added>), String> {
         let Some(list) = tokens.as_array() else { return Ok((None, None)) };
         // HF: `add_tokens` once with every token, ids from the added map, the model, or new ids
         // from the vocabulary size on.
-        let mut next_id = u32::try_from(model.vocab_size()).map_err(|_| "vocabulary too large")?;
+        let mut next_id = u32::try_from(vocab.len()).map_err(|_| "vocabulary too large")?;
         let mut by_content: HashMap<String, u32> = HashMap::new();
         let mut by_id: HashMap<u32, Props> = HashMap::new();
         for t in list {
@@ -85,7 +85,7 @@ impl Added {
                     continue;
                 }
             }
-            let id = match by_content.get(&props.content).copied().or_else(|| model.token_to_id(&props.content)) {
+            let id = match by_content.get(&props.content).copied().or_else(|| vocab.token_to_id(&props.content)) {
                 Some(id) => id,
                 None => {
                     let id = next_id;

@@ -87,10 +87,10 @@ impl WordPieceEngine {
                 json["pre_tokenizer"]["type"].as_str().unwrap_or("none")
             ));
         }
-        let model = WordPiece::from_json(model_json)?;
+        let (model, vocab) = WordPiece::from_json(model_json)?;
         let bert = Bert::new(options);
         let has_normalizer = !json["normalizer"].is_null();
-        let (added, normalized_added) = Added::from_json(&json["added_tokens"], &model, |content| {
+        let (added, normalized_added) = Added::from_json(&json["added_tokens"], &vocab, |content| {
             if has_normalizer {
                 bert.normalize_exact(content).into_iter().map(|(c, _)| c).collect()
             } else {
@@ -98,7 +98,7 @@ impl WordPieceEngine {
             }
         })?;
         let differ = added.iter().chain(&normalized_added).any(Added::values_differ);
-        let strings = differ.then(|| model.strings());
+        let strings = differ.then(|| vocab.strings());
         Ok(WordPieceEngine { bert, model, added, normalized_added, strings })
     }
 }

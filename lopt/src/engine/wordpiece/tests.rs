@@ -14,7 +14,7 @@ fn shared_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
 }
 
-fn fixture_path(name: &str) -> Option<PathBuf> {
+pub(super) fn fixture_path(name: &str) -> Option<PathBuf> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     [shared_dir().join("tokenizers"), root.join("fixtures/tokenizers")]
         .into_iter()
