@@ -30,7 +30,7 @@ mod bench;
 mod bits;
 pub(crate) mod cache;
 mod model;
-mod out;
+pub(crate) mod out;
 mod pretok;
 pub(crate) mod table;
 mod unicode;

@@ -82,6 +82,18 @@ impl Out {
         }
     }
 
+    /// Rows written.
+    #[inline(always)]
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Forgets the rows from `len` on (the WordPiece engine redoing a piece another way). The
+    /// invariants hold: rows `0..len` stay initialized.
+    pub(crate) fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
     /// Appends one token: its id, and with `full` its offsets and word id.
     #[inline(always)]
     pub(crate) fn row(&mut self, id: u32, offsets: (usize, usize), word: u32) {

@@ -35,6 +35,7 @@ mod tests;
 
 use serde_json::Value;
 
+use super::bpe::out::Out;
 use super::{Engine, Segment};
 use crate::error::{Error, Result};
 use added::{Added, Split};
@@ -126,13 +127,7 @@ impl WordPieceEngine {
         // once (a copy of each, and fresh pages to fault in). Half covers nearly all text, and
         // the capacity never touched costs no pages.
         let capacity = segment.len() / 2 + 8;
-        let columns = if full { capacity } else { 0 };
-        let mut out = Segment {
-            ids: Vec::with_capacity(capacity),
-            offsets: Vec::with_capacity(columns),
-            word_ids: Vec::with_capacity(columns),
-            ..Segment::default()
-        };
+        let mut out = Columns { rows: Out::with_capacity(capacity, full), tokens: Vec::new() };
         let mut scratch = Scratch { full, ..Scratch::default() };
         match &self.added {
             None => self.piece(segment, 0, &mut out, &mut scratch)?,
@@ -147,8 +142,17 @@ impl WordPieceEngine {
                 }
             }
         }
-        Ok(out)
+        let mut segment = out.rows.finish();
+        segment.tokens = out.tokens;
+        Ok(segment)
     }
+}
+
+/// The segment being written: the BPE engine's output columns (one capacity check per token
+/// instead of one per column) and the token strings, when the engine writes them.
+struct Columns {
+    rows: Out,
+    tokens: Vec<String>,
 }
 
 /// Buffers reused across the words of one segment.
@@ -175,16 +179,15 @@ enum Word {
 
 impl WordPieceEngine {
     /// Appends an added token as a word of its own; `value` is the text it matched.
-    fn push_added(&self, id: u32, offsets: (usize, usize), value: &str, out: &mut Segment, full: bool) {
-        out.ids.push(id);
+    fn push_added(&self, id: u32, offsets: (usize, usize), value: &str, out: &mut Columns, full: bool) {
+        let rows = &mut out.rows;
+        rows.row(id, offsets, rows.words);
         if !full {
-            out.words += 1;
+            rows.words += 1;
             return;
         }
-        out.offsets.push(offsets);
-        out.word_ids.push(out.words);
-        out.added_words.push(out.words);
-        out.words += 1;
+        rows.added_words.push(rows.words);
+        rows.words += 1;
         if self.strings.is_some() {
             out.tokens.push(value.to_owned());
         }
@@ -192,17 +195,15 @@ impl WordPieceEngine {
 
     /// Normalizes, pre-tokenizes and tokenizes one piece without raw added tokens: `text` starts
     /// at byte `base` of the segment.
-    fn piece(&self, text: &str, base: usize, out: &mut Segment, scratch: &mut Scratch) -> Result<()> {
+    fn piece(&self, text: &str, base: usize, out: &mut Columns, scratch: &mut Scratch) -> Result<()> {
         if let Some(added) = &self.normalized_added {
             return self.piece_with_added(added, text, base, out, scratch);
         }
-        let mark = (out.ids.len(), out.words);
+        let mark = (out.rows.len(), out.rows.words);
         if self.piece_fast(text, base, out, scratch)?.is_err() {
-            out.ids.truncate(mark.0);
-            out.offsets.truncate(mark.0);
-            out.word_ids.truncate(mark.0);
+            out.rows.truncate(mark.0);
             out.tokens.truncate(mark.0);
-            out.words = mark.1;
+            out.rows.words = mark.1;
             self.piece_exact(text, base, out, scratch)?;
         }
         Ok(())
@@ -213,7 +214,7 @@ impl WordPieceEngine {
         &self,
         text: &str,
         base: usize,
-        out: &mut Segment,
+        out: &mut Columns,
         scratch: &mut Scratch,
     ) -> Result<std::result::Result<(), normalize::Reorder>> {
         let bytes = text.as_bytes();
@@ -327,7 +328,7 @@ impl WordPieceEngine {
 
     /// The exact path: HF's transforms replayed on the whole piece, then the same
     /// pre-tokenization and model.
-    fn piece_exact(&self, text: &str, base: usize, out: &mut Segment, scratch: &mut Scratch) -> Result<()> {
+    fn piece_exact(&self, text: &str, base: usize, out: &mut Columns, scratch: &mut Scratch) -> Result<()> {
         let normalized = self.bert.normalize_exact(text);
         self.words_of(&normalized, text, base, out, scratch)
     }
@@ -339,7 +340,7 @@ impl WordPieceEngine {
         added: &Added,
         text: &str,
         base: usize,
-        out: &mut Segment,
+        out: &mut Columns,
         scratch: &mut Scratch,
     ) -> Result<()> {
         let chars = self.bert.normalize_exact(text);
@@ -374,7 +375,7 @@ impl WordPieceEngine {
         normalized: &[(char, (usize, usize))],
         text: &str,
         base: usize,
-        out: &mut Segment,
+        out: &mut Columns,
         scratch: &mut Scratch,
     ) -> Result<()> {
         let mut word = Word::None;
@@ -425,7 +426,7 @@ impl WordPieceEngine {
 
     /// Tokenizes the current word, if any, and resets it.
     #[inline]
-    fn flush(&self, word: &mut Word, text: &str, base: usize, out: &mut Segment, scratch: &mut Scratch) -> Result<()> {
+    fn flush(&self, word: &mut Word, text: &str, base: usize, out: &mut Columns, scratch: &mut Scratch) -> Result<()> {
         match std::mem::replace(word, Word::None) {
             Word::None => Ok(()),
             Word::Direct(s, e) => {
@@ -457,24 +458,23 @@ impl WordPieceEngine {
         word: &[u8],
         chars: usize,
         full: bool,
-        out: &mut Segment,
+        out: &mut Columns,
         offsets: impl Fn(usize, usize) -> (usize, usize),
     ) -> Result<()> {
-        let w = out.words;
+        let w = out.rows.words;
         self.model
             .tokenize(word, chars, |id, s, e| {
-                out.ids.push(id);
                 if !full {
+                    out.rows.row(id, (0, 0), w);
                     return;
                 }
-                out.offsets.push(offsets(s, e));
-                out.word_ids.push(w);
+                out.rows.row(id, offsets(s, e), w);
                 if let Some(strings) = &self.strings {
                     push_string(&mut out.tokens, strings, id);
                 }
             })
             .map_err(Error::encode)?;
-        out.words += 1;
+        out.rows.words += 1;
         Ok(())
     }
 }
