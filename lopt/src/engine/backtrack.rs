@@ -20,7 +20,7 @@
 //! heap merge if it needed it). The answers are memoized per call, which makes repetitive words
 //! (the slow case of the heap) cheap.
 
-use crate::engine::bpe::table::{MergeMap, U64Map, NO_RANK};
+use crate::engine::bpe::table::{MergeMap, U64Map, EMPTY, NO_RANK};
 use crate::engine::merge_core;
 
 const NONE: u32 = u32::MAX;
@@ -44,10 +44,17 @@ struct History {
 
 /// The compiled search; built once per model, on first use or with the seed cache.
 pub(crate) struct Backtrack {
-    /// Trie of the tokens' spellings: `node << 32 | symbol` to the child node.
+    /// Trie of the tokens' spellings below depth 2: `node << 32 | symbol` to the child, packed
+    /// with the token it spells ([`pack`]), so that each step of a walk costs one probe.
     trie: U64Map,
-    /// The token spelled by each trie node, [`NONE`] for inner nodes.
-    node_token: Vec<u32>,
+    /// The root's children by symbol, packed ([`EMPTY`] for none): a direct read.
+    first: Vec<u64>,
+    /// Where the root's children are at most 256 (a byte alphabet): each child symbol's index,
+    /// and the grandchildren by `index[a] * 256 + index[b]`, packed: the first two steps of every
+    /// walk then read small arrays that stay in cache instead of probing the table. Empty
+    /// otherwise.
+    index: Vec<u16>,
+    second: Vec<u64>,
     /// By token id: the longest token that is a proper prefix of it, [`NONE`] for a symbol.
     shorter: Vec<u32>,
     /// By token id: its initial symbols, `symbols[starts[id]..starts[id + 1]]`.
@@ -101,8 +108,9 @@ impl Backtrack {
                     Some(child) => child,
                     None => {
                         let child = node_token.len() as u64;
-                        // Nodes below 2^32 - 1, so no key is the table's reserved one.
-                        if child >= u64::from(u32::MAX) {
+                        // Nodes below 2^31 (the packed [`LEAF`] flag above them), so no key
+                        // is the table's reserved one.
+                        if child >= LEAF {
                             return None;
                         }
                         trie.insert(key, child);
@@ -121,23 +129,49 @@ impl Backtrack {
         let walks = (0..size)
             .map(|id| history(merges, id as u32, &symbols[starts[id] as usize..starts[id + 1] as usize]))
             .collect();
-        Some(Backtrack { trie, node_token, shorter, starts, symbols, walks })
+        let (trie, first, index, second) = compile(&trie, &node_token);
+        Some(Backtrack { trie, first, index, second, shorter, starts, symbols, walks })
     }
 
     /// The longest token that `text` starts with ([`NONE`] when no token spells its first
     /// symbol).
     #[inline]
     fn longest(&self, text: &[u32]) -> u32 {
-        let mut node = 0u64;
-        let mut found = NONE;
-        for &s in text {
-            match self.trie.get(node << 32 | u64::from(s)) {
-                Some(child) => node = child,
-                None => break,
+        let Some(&first) = text.first() else { return NONE };
+        let entry = self.first.get(first as usize).copied().unwrap_or(EMPTY);
+        if entry == EMPTY {
+            return NONE;
+        }
+        let mut found = entry as u32;
+        let mut node = entry >> 32;
+        if node & LEAF != 0 {
+            return found;
+        }
+        let mut rest = &text[1..];
+        let at = |s: u32| self.index.get(s as usize).copied().filter(|&i| i != u16::MAX);
+        // A grandchild under a symbol outside the grid is in the table, read below.
+        if let (Some(a), Some(b)) = (at(first), rest.first().and_then(|&s| at(s))) {
+            let entry = self.second.get(usize::from(a) << 8 | usize::from(b)).copied().unwrap_or(EMPTY);
+            if entry == EMPTY {
+                return found;
             }
-            let token = self.node_token[node as usize];
-            if token != NONE {
-                found = token;
+            if entry as u32 != NONE {
+                found = entry as u32;
+            }
+            node = entry >> 32;
+            if node & LEAF != 0 {
+                return found;
+            }
+            rest = &rest[1..];
+        }
+        for &s in rest {
+            let Some(entry) = self.trie.get(node << 32 | u64::from(s)) else { break };
+            if entry as u32 != NONE {
+                found = entry as u32;
+            }
+            node = entry >> 32;
+            if node & LEAF != 0 {
+                break;
             }
         }
         found
@@ -162,15 +196,19 @@ impl Backtrack {
             return false;
         }
         let Some(b) = b else { return true };
-        if a.increasing && b.increasing {
-            return self.walk(merges, left, right);
-        }
         let key = u64::from(left) << 32 | u64::from(right);
         let slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 52) as usize % MEMO;
         if let Some(&(k, answer)) = scratch.memo.get(slot) {
             if k == key {
                 return answer;
             }
+        }
+        if a.increasing && b.increasing {
+            let answer = self.walk(merges, left, right);
+            if let Some(entry) = scratch.memo.get_mut(slot) {
+                *entry = (key, answer);
+            }
+            return answer;
         }
         let Scratch { pair, merged, merge, memo, .. } = scratch;
         pair.clear();
@@ -315,6 +353,71 @@ impl Backtrack {
         }
         (walkable.len(), others)
     }
+}
+
+/// Set in a packed node (ids stay below it) that has no children.
+const LEAF: u64 = 1 << 31;
+
+/// A trie node and the token it spells ([`NONE`] for none) in one table value.
+fn pack(node: u64, token: u32) -> u64 {
+    node << 32 | u64::from(token)
+}
+
+/// The lookup form of the trie built by [`Backtrack::new`] (`node << 32 | symbol` to the child,
+/// and each node's token): the root's children in a direct array, with a byte alphabet the
+/// grandchildren in a grid, the rest in a table of packed children.
+fn compile(trie: &U64Map, node_token: &[u32]) -> (U64Map, Vec<u64>, Vec<u16>, Vec<u64>) {
+    // A node without children says so ([`LEAF`]), so a walk that reaches it stops without
+    // probing for a child that is not there (a cache miss in a large table).
+    let mut inner = vec![false; node_token.len()];
+    for (key, _) in trie.iter() {
+        if let Some(parent) = inner.get_mut((key >> 32) as usize) {
+            *parent = true;
+        }
+    }
+    let packed = |child: u64| {
+        let leaf = if inner.get(child as usize).copied().unwrap_or(false) { 0 } else { LEAF };
+        pack(child | leaf, node_token.get(child as usize).copied().unwrap_or(NONE))
+    };
+    let mut first = Vec::new();
+    // The root's child symbol of each depth-1 node.
+    let mut symbol_of = vec![NONE; node_token.len()];
+    for (key, child) in trie.iter() {
+        if key >> 32 == 0 {
+            let s = key as u32 as usize;
+            if first.len() <= s {
+                first.resize(s + 1, EMPTY);
+            }
+            first[s] = packed(child);
+            symbol_of[child as usize] = s as u32;
+        }
+    }
+    let symbols: Vec<usize> = (0..first.len()).filter(|&s| first[s] != EMPTY).collect();
+    let (mut index, mut second) = (Vec::new(), Vec::new());
+    if symbols.len() <= 256 {
+        index = vec![u16::MAX; first.len()];
+        for (i, &s) in symbols.iter().enumerate() {
+            index[s] = i as u16;
+        }
+        second = vec![EMPTY; 256 * 256];
+    }
+    let mut rest = U64Map::with_capacity(trie.len());
+    for (key, child) in trie.iter() {
+        let parent = key >> 32;
+        if parent == 0 {
+            continue;
+        }
+        let above = symbol_of.get(parent as usize).copied().unwrap_or(NONE);
+        let cell = (index.get(above as usize), index.get(key as u32 as usize));
+        match cell {
+            (Some(&a), Some(&b)) if above != NONE && a != u16::MAX && b != u16::MAX => {
+                second[usize::from(a) << 8 | usize::from(b)] = packed(child);
+            }
+            // Deeper nodes, and children under a symbol outside the grid.
+            _ => rest.insert(key, packed(child)),
+        }
+    }
+    (rest, first, index, second)
 }
 
 /// How BPE of `symbols` (the spelling of token `id`) alone ends: by the textbook loop, recording
