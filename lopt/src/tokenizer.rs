@@ -175,16 +175,6 @@ impl TokenizerBuilder {
         let mut json: serde_json::Value = serde_json::from_slice(bytes)
             .map_err(|e| Error::new(ErrorKind::InvalidTokenizer, format!("tokenizer is not valid JSON: {e}")))?;
         let parts = parts::read(&json)?;
-        let strings = parts::vocab_strings(&json);
-        // HF's tokenizer is built now only when something at load needs it (its engine, or a
-        // vocabulary lopt does not read itself); otherwise on first use (`Tokenizer::hf`).
-        let hf_now = |hf: &OnceLock<HfResult>| -> Result<Arc<tokenizers::Tokenizer>> {
-            hf.get_or_init(|| build_hf(bytes)).clone().map_err(|m| Error::new(ErrorKind::InvalidTokenizer, m))
-        };
-        let hf: OnceLock<HfResult> = OnceLock::new();
-        if strings.is_none() {
-            hf_now(&hf)?;
-        }
         // HF (engine, oracle, post-processing) reads the file as written; the cut rule and the
         // native engines read one canonical spelling of it, the same for both.
         let equivalences = canonicalize(&mut json);
@@ -199,15 +189,32 @@ impl TokenizerBuilder {
             .build()
             .map_err(|e| Error::new(ErrorKind::ThreadPool, format!("cannot start {threads} threads: {e}")))?;
         let pool = Arc::new(pool);
-        let (engine, engine_reason): (Box<dyn Engine>, Option<String>) = match self.engine {
-            EngineKind::Hf => (Box::new(HfEngine::new(hf_now(&hf)?)), None),
-            EngineKind::Auto | EngineKind::Native => match native_engine(&json, self.seed_cache, &pool) {
-                Ok(engine) => (engine, None),
-                Err(reason) if self.engine == EngineKind::Auto => (Box::new(HfEngine::new(hf_now(&hf)?)), Some(reason)),
-                Err(reason) => {
-                    return Err(Error::new(ErrorKind::InvalidConfig, format!("no native engine: {reason}")));
-                }
-            },
+        // The id -> string table beside the native engine, on the pool: neither reads what the
+        // other builds (the rewrites of `canonicalize` leave the vocabulary and the added tokens
+        // alone), and the table alone was a twentieth of a 128K vocabulary's load.
+        let (kind, seeding, json_ref) = (self.engine, self.seed_cache, &json);
+        let (strings, native) = pool.install(|| {
+            rayon::join(
+                || parts::vocab_strings(json_ref),
+                || (kind != EngineKind::Hf).then(|| native_engine(json_ref, seeding, &pool)),
+            )
+        });
+        // HF's tokenizer is built now only when something at load needs it (its engine, or a
+        // vocabulary lopt does not read itself); otherwise on first use (`Tokenizer::hf`).
+        let hf_now = |hf: &OnceLock<HfResult>| -> Result<Arc<tokenizers::Tokenizer>> {
+            hf.get_or_init(|| build_hf(bytes)).clone().map_err(|m| Error::new(ErrorKind::InvalidTokenizer, m))
+        };
+        let hf: OnceLock<HfResult> = OnceLock::new();
+        if strings.is_none() {
+            hf_now(&hf)?;
+        }
+        let (engine, engine_reason): (Box<dyn Engine>, Option<String>) = match native {
+            None => (Box::new(HfEngine::new(hf_now(&hf)?)), None),
+            Some(Ok(engine)) => (engine, None),
+            Some(Err(reason)) if kind == EngineKind::Auto => (Box::new(HfEngine::new(hf_now(&hf)?)), Some(reason)),
+            Some(Err(reason)) => {
+                return Err(Error::new(ErrorKind::InvalidConfig, format!("no native engine: {reason}")));
+            }
         };
         let (rule, parallelism) = match rule {
             Some(rule) if rule.needs_continuation() && !engine.encodes_continuations() => {
