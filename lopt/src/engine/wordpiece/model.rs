@@ -262,8 +262,8 @@ impl WordPiece {
             let id = id.as_u64().and_then(|i| u32::try_from(i).ok()).ok_or("WordPiece vocab id is not a u32")?;
             entries.push((token.as_str(), id));
         }
-        // Keys are distinct; a `serde_json` map without `preserve_order` already yields them in
-        // this order, which the sort checks in one pass.
+        // Keys are distinct. lopt builds `serde_json` with `preserve_order`, so they come in the
+        // file's order (BERT's: by id) and are sorted here.
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let vocab = Vocab { entries };
         let unk_token = model["unk_token"].as_str().unwrap_or("[UNK]");
