@@ -104,3 +104,13 @@ pub(crate) trait Engine: Send + Sync {
         false
     }
 }
+
+/// The unit tests' pseudo-random generator (xorshift64): advances `state` and returns it. One
+/// generator, so every test's random inputs are reproducible from its seed.
+#[cfg(test)]
+pub(crate) fn xorshift(state: &mut u64) -> u64 {
+    *state ^= *state << 13;
+    *state ^= *state >> 7;
+    *state ^= *state << 17;
+    *state
+}

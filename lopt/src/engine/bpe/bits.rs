@@ -241,12 +241,7 @@ mod tests {
             0xda, 0xfa,
         ];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = || crate::engine::xorshift(&mut state);
         for _ in 0..50_000 {
             let mut block = [0u8; BLOCK];
             for b in &mut block {

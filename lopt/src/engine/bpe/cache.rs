@@ -437,12 +437,7 @@ mod tests {
     fn returns_only_what_was_stored() {
         let mut cache = WordCache::default();
         let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = move || crate::engine::xorshift(&mut state);
         // Each word's tokens are a function of its bytes, so any stale or foreign hit shows.
         let tokens_of = |word: &[u8]| -> Vec<(u32, u32)> {
             let h = word.iter().fold(7u32, |h, &b| h.wrapping_mul(31).wrapping_add(u32::from(b)));

@@ -639,9 +639,7 @@ mod tests {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for form in [Form::Nfc, Form::Nfd, Form::Nfkc, Form::Nfkd] {
             for _ in 0..10_000 {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                crate::engine::xorshift(&mut state);
                 let len = 1 + (state % 9) as usize;
                 let piece: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
                 let ours = normalize_aligned(form, &piece);

@@ -639,12 +639,7 @@ mod tests {
             assert!(model.premerge.iter().any(|&e| e != 0), "{name}: nothing premerged");
             let mut scratch = Scratch::default();
             let mut state = 0x1234_5678_9abc_def0u64;
-            let mut next = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
+            let mut next = move || crate::engine::xorshift(&mut state);
             for _ in 0..20_000 {
                 let len = 1 + (next() % 12) as usize;
                 let (lo, hi) = ranges[(next() % ranges.len() as u64) as usize];
@@ -693,12 +688,7 @@ mod tests {
             // The memo from the first piece on, so repeated pieces are read from it.
             let mut scratch = Scratch { memo: memo::Memo::eager(), ..Scratch::default() };
             let mut state = 0x9e37_79b9_7f4a_7c15u64;
-            let mut next = move || {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state
-            };
+            let mut next = move || crate::engine::xorshift(&mut state);
             let (mut cut_words, mut words) = (0, 0);
             for round in 0..6000 {
                 let mut word = String::new();

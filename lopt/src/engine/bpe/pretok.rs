@@ -800,12 +800,7 @@ mod tests {
                 .chars()
                 .collect();
         let mut state = 0x1234_5678_9abc_def1u64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = || crate::engine::xorshift(&mut state);
         for _ in 0..1_500 {
             let len = (next() % 300) as usize;
             let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
@@ -820,12 +815,7 @@ mod tests {
             .chars()
             .collect();
         let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = || crate::engine::xorshift(&mut state);
         for _ in 0..20_000 {
             let len = (next() % 12) as usize;
             let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();

@@ -421,9 +421,7 @@ mod tests {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for form in [Form::Nfc, Form::Nfd, Form::Nfkc, Form::Nfkd] {
             for _ in 0..30_000 {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
+                crate::engine::xorshift(&mut state);
                 let len = 1 + (state % 12) as usize;
                 let text: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
                 assert_eq!(is_unchanged(form, &text), is_unchanged_slow(form, &text), "{form:?} {text:?}");
@@ -486,9 +484,7 @@ mod tests {
             for _ in 0..20_000 {
                 let mut text = String::new();
                 for _ in 0..4 {
-                    state ^= state << 13;
-                    state ^= state >> 7;
-                    state ^= state << 17;
+                    crate::engine::xorshift(&mut state);
                     text.extend((0..state % 21).map(|k| char::from(b'a' + ((state >> k) % 26) as u8)));
                     text.push(pool[((state >> 40) % pool.len() as u64) as usize]);
                 }

@@ -304,9 +304,7 @@ mod tests {
                     let len = 100 + (state % 1900) as usize;
                     let word = (0..len)
                         .map(|_| {
-                            state ^= state << 13;
-                            state ^= state >> 7;
-                            state ^= state << 17;
+                            crate::engine::xorshift(&mut state);
                             alphabet[(state % alphabet.len() as u64) as usize]
                         })
                         .collect();

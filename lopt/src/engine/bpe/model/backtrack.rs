@@ -55,9 +55,7 @@ mod tests {
         let mut tokens: Vec<String> = (0..letters).map(|k| char::from(b'a' + k).to_string()).collect();
         let mut state = seed | 1;
         let mut rand = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
+            crate::engine::xorshift(&mut state);
             (state % n as u64) as usize
         };
         let mut list = Vec::new();
@@ -153,9 +151,7 @@ mod tests {
                     let len = 1 + (state % 3000) as usize;
                     let word = (0..len)
                         .map(|_| {
-                            state ^= state << 13;
-                            state ^= state >> 7;
-                            state ^= state << 17;
+                            crate::engine::xorshift(&mut state);
                             alphabet[(state % alphabet.len() as u64) as usize]
                         })
                         .collect();

@@ -129,12 +129,7 @@ mod tests {
     #[test]
     fn piece_keys_are_exact() {
         let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = move || crate::engine::xorshift(&mut state);
         let mut seen: std::collections::HashMap<(u64, u64), Vec<u8>> = std::collections::HashMap::new();
         for round in 0..20_000 {
             let n = 2 + (next() % (MAX_BYTES as u64 - 1)) as usize;
