@@ -235,8 +235,8 @@ def main(argv=None):
     ap.add_argument("--cut-bytes", type=int, default=0,
                     help="cut the corpus into texts of about this many bytes (short prompts)")
     ap.add_argument("--batch", type=int, default=0, help="time encode_batch of this many texts per call")
-    ap.add_argument("--seed-cache", choices=["background", "sync", "off"], default="background",
-                    help="lopt's seeded pre-token cache: built in the background (default), before timing, or never")
+    ap.add_argument("--seed-cache", choices=["background", "sync", "off"], default="sync",
+                    help="lopt's seeded pre-token cache: built before timing (default: a warmed-up process, whose first documents are the fresh ones), in the background (right after loading, sharing the pool with the first encodes), or never")
     ap.add_argument("--json", help="write the rows here too")
     args = ap.parse_args(argv)
     global SEED_CACHE
