@@ -17,6 +17,7 @@ pub(crate) mod bpe;
 pub(crate) mod guard;
 pub(crate) mod hf;
 pub(crate) mod merge_core;
+pub(crate) mod out;
 pub(crate) mod spm;
 pub(crate) mod wordpiece;
 

@@ -30,7 +30,6 @@ mod bench;
 mod bits;
 pub(crate) mod cache;
 mod model;
-pub(crate) mod out;
 mod pretok;
 pub(crate) mod table;
 mod unicode;
@@ -41,6 +40,7 @@ use serde_json::Value;
 
 use crate::boundary::{ceil_char_boundary, floor_char_boundary};
 
+use super::out::Out;
 use super::{Engine, Segment};
 use crate::boundary::CutRule;
 use crate::error::Result;
@@ -48,7 +48,6 @@ use crate::options::SeedCache as Seeding;
 use added::AddedVocab;
 use cache::{Hit, SeedCache, WordCache};
 use model::{BpeModel, Scratch};
-use out::Out;
 use pretok::{PreTokenizer, Stage};
 pub(crate) use pretok::{CL100K, GPT2, O200K, QWEN};
 use unicode::Form;

@@ -35,7 +35,7 @@ mod tests;
 
 use serde_json::Value;
 
-use super::bpe::out::Out;
+use super::out::Out;
 use super::{Engine, Segment};
 use crate::error::{Error, Result};
 use added::{Added, Split};

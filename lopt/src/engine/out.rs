@@ -1,5 +1,6 @@
-//! The engine's output columns (ids, offsets, word ids), written one row per token with one
-//! capacity check per row instead of one per column.
+//! The engines' output columns (ids, offsets, word ids), written one row per token with one
+//! capacity check per row instead of one per column; shared by the byte-level BPE and WordPiece
+//! engines.
 //!
 //! Why: three `Vec::push` per token (each loads its vector's length and capacity, compares,
 //! stores the element and the new length) were about a fifth of the instructions of a fresh
