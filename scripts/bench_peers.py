@@ -17,7 +17,8 @@ of the per-call time in microseconds. `--batch 1000` times `encode_batch` of 1,0
 instead (peers with a batch call only).
 
 Peers are the PyPI packages `tokenizers` (HF), `tiktoken`, `fastokens`, `gigatoken`, `nanotoken`
-and `tokie`; missing ones are skipped. lopt runs through `target/release/lopt bench` (or `$LOPT_BIN`).
+and `tokie`; missing ones are skipped. lopt runs through `target/release/lopt bench` (or `$LOPT_BIN`);
+`lopt` returns offsets and word ids too, `lopt-ids` ids only (`--ids-only`), as the peers do.
 Methods that go through Python (`scripts/bench_python.py` selects them): `hf-batch` (HF
 `encode_batch` of all timed documents in one call), `transformers` / `transformers-lopt`
 (`AutoTokenizer` on the tokenizer's folder, stock / `lopt.accelerate`d, `tok(text)`), `lopt-py`
@@ -192,7 +193,7 @@ def run_cell(method, threads, path, name, docs_file, batch=0):
         # Their batch calls are parallel: give them their default threads (all cores).
         env.pop("RAYON_NUM_THREADS")
         env["TOKENIZERS_PARALLELISM"] = "true"
-    if method in ("lopt", "lopt-hf", "lopt-base"):
+    if method in ("lopt", "lopt-hf", "lopt-base", "lopt-ids"):
         engine = "hf" if method == "lopt-hf" else "auto"
         # `lopt-base`: a second lopt binary (e.g. a copy of main's build) measured in the same run.
         default = os.environ.get("LOPT_BIN", os.path.join(ROOT, "target", "release", "lopt"))
@@ -201,6 +202,9 @@ def run_cell(method, threads, path, name, docs_file, batch=0):
                "--threads", str(threads), "--engine", engine, "--no-special-tokens", "--print-ids", docs_file]
         if batch:
             cmd[-1:-1] = ["--batch", str(batch)]
+        if method == "lopt-ids":
+            # Ids only, as the peers return them (no offsets, no word ids).
+            cmd[-1:-1] = ["--ids-only"]
         if SEED_CACHE != "background":
             # Only when asked: an older `lopt-base` binary may not know the flag.
             cmd[-1:-1] = ["--seed-cache", SEED_CACHE]

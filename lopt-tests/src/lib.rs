@@ -158,6 +158,20 @@ pub const TRAPS: &[&str] = &[
     "\n",
 ];
 
+/// `len` characters drawn from `alphabet` by a xorshift64 generator advanced in `state`: random
+/// runs aimed at one trap (digits, base64, letters), reproducible from the seed.
+pub fn random_chars(state: &mut u64, alphabet: &str, len: usize) -> String {
+    let alphabet: Vec<char> = alphabet.chars().collect();
+    (0..len)
+        .map(|_| {
+            *state ^= *state << 13;
+            *state ^= *state >> 7;
+            *state ^= *state << 17;
+            alphabet[(*state % alphabet.len() as u64) as usize]
+        })
+        .collect()
+}
+
 /// A deterministic pseudo-random text of about `len` bytes mixing prose, code and traps.
 pub fn generated_text(seed: u64, len: usize) -> String {
     const WORDS: &[&str] = &[

@@ -8,7 +8,7 @@
 use std::sync::OnceLock;
 
 use lopt::{EngineKind, Parallelism, Tokenizer, TokenizerBuilder};
-use lopt_tests::{corpus_samples, fixture, generated_text, TRAPS};
+use lopt_tests::{corpus_samples, fixture, generated_text, random_chars, TRAPS};
 
 const SPM_FIXTURES: &[&str] = &["gemma3", "llama2"];
 
@@ -164,17 +164,7 @@ fn generated_match_hf() {
 #[test]
 fn pathological_inputs_match_hf() {
     let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut random = |alphabet: &str, len: usize| -> String {
-        let alphabet: Vec<char> = alphabet.chars().collect();
-        (0..len)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                alphabet[(state % alphabet.len() as u64) as usize]
-            })
-            .collect()
-    };
+    let mut random = |alphabet: &str, len: usize| random_chars(&mut state, alphabet, len);
     let mut inputs: Vec<(String, String)> = Vec::new();
     for (label, unit) in [("letter", "a"), ("spaces", " "), ("dashes", "-"), ("private use", "\u{e000}")] {
         for len in [127, 128, 129, 3000] {

@@ -115,3 +115,9 @@ pub(crate) fn xorshift(state: &mut u64) -> u64 {
     *state ^= *state << 17;
     *state
 }
+
+/// `len` symbols drawn from `alphabet` with [`xorshift`]: the unit tests' random words.
+#[cfg(test)]
+pub(crate) fn random_word<T: Copy>(state: &mut u64, alphabet: &[T], len: usize) -> Vec<T> {
+    (0..len).map(|_| alphabet[(xorshift(state) % alphabet.len() as u64) as usize]).collect()
+}

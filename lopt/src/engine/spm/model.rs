@@ -302,13 +302,7 @@ mod tests {
                 let alphabet: Vec<char> = alphabet.chars().collect();
                 for _ in 0..12 {
                     let len = 100 + (state % 1900) as usize;
-                    let word = (0..len)
-                        .map(|_| {
-                            crate::engine::xorshift(&mut state);
-                            alphabet[(state % alphabet.len() as u64) as usize]
-                        })
-                        .collect();
-                    words.push(word);
+                    words.push(crate::engine::random_word(&mut state, &alphabet, len));
                 }
             }
             for word in &words {

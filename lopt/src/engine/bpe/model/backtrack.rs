@@ -149,13 +149,7 @@ mod tests {
             for alphabet in alphabets {
                 for _ in 0..40 {
                     let len = 1 + (state % 3000) as usize;
-                    let word = (0..len)
-                        .map(|_| {
-                            crate::engine::xorshift(&mut state);
-                            alphabet[(state % alphabet.len() as u64) as usize]
-                        })
-                        .collect();
-                    words.push(word);
+                    words.push(crate::engine::random_word(&mut state, alphabet, len));
                 }
             }
             for word in &words {
