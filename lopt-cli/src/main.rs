@@ -9,6 +9,7 @@
 //! malformed input, bad tokenizer). Every error is one line on stderr, `lopt: error: ...`; nothing
 //! on a user's input path panics.
 
+mod alloc;
 mod args;
 mod bench;
 mod cl100k;
@@ -34,6 +35,7 @@ const EXIT_DIFFERENT: u8 = 1;
 const EXIT_ERROR: u8 = 2;
 
 fn main() -> ExitCode {
+    alloc::keep_freed_memory();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(err) => return usage_error(&err),
