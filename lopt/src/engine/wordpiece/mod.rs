@@ -229,10 +229,7 @@ impl WordPieceEngine {
                     Kind::Word(_) => {
                         // A run of ASCII word bytes at once.
                         let run = i;
-                        i += 1;
-                        while i < bytes.len() && self.bert.ascii_is_word(bytes[i]) {
-                            i += 1;
-                        }
+                        i = self.bert.word_run_end(bytes, i + 1);
                         let (s, e) = (base + run, base + i);
                         word = match word {
                             Word::None => Word::Direct(s, e),

@@ -115,6 +115,9 @@ pub(super) struct Bert {
     /// Per byte: an ASCII word character that maps to one byte; `false` for every byte >= 0x80,
     /// so that scanning a run needs one lookup per byte.
     ascii_word: [bool; 256],
+    /// Whether `ascii_word` holds exactly the ASCII letters and digits (every BERT tokenizer),
+    /// so that [`Bert::word_run_end`] may test 8 bytes at once; else it uses the table.
+    alnum_words: bool,
 }
 
 impl std::fmt::Debug for Bert {
@@ -159,7 +162,7 @@ fn unpack(v: u32) -> Option<Kind> {
 impl Bert {
     pub(super) fn new(options: BertOptions) -> Bert {
         let cache = (0..0x10000).map(|_| AtomicU32::new(0)).collect();
-        let mut bert = Bert { options, cache, ascii: [Kind::Other; 128], ascii_word: [false; 256] };
+        let mut bert = Bert { options, cache, ascii: [Kind::Other; 128], ascii_word: [false; 256], alnum_words: false };
         for b in 0..128u8 {
             let kind = bert.compute_kind(char::from(b));
             bert.ascii[usize::from(b)] = kind;
@@ -172,7 +175,30 @@ impl Bert {
                 }
             }
         }
+        bert.alnum_words = (0..=255u8).all(|b| bert.ascii_word[usize::from(b)] == b.is_ascii_alphanumeric());
         bert
+    }
+
+    /// The end of the run of ASCII word bytes ([`Bert::ascii_is_word`]) that starts at `i`.
+    ///
+    /// Eight bytes at a time (SWAR) where the word bytes are the letters and digits, one table
+    /// lookup per byte otherwise, for the tail, and with the feature `scalar-pretok` (the scalar
+    /// twin the differential tests also run).
+    #[inline]
+    pub(super) fn word_run_end(&self, bytes: &[u8], mut i: usize) -> usize {
+        if self.alnum_words && !cfg!(feature = "scalar-pretok") {
+            while let Some(chunk) = bytes.get(i..i + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
+                let other = not_alnum(u64::from_le_bytes(chunk));
+                if other != 0 {
+                    return i + (other.trailing_zeros() / 8) as usize;
+                }
+                i += 8;
+            }
+        }
+        while i < bytes.len() && self.ascii_is_word(bytes[i]) {
+            i += 1;
+        }
+        i
     }
 
     /// The kind of an ASCII byte.
@@ -330,9 +356,59 @@ fn is_removed_by_clean(c: char) -> bool {
     c == '\0' || c == '\u{fffd}' || is_control(c)
 }
 
+/// The high bit of each byte of `w` that is not an ASCII letter or digit.
+#[inline]
+fn not_alnum(w: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    // Per byte, for 7-bit `x`: `x + (0x80 - lo)` has its high bit set iff `x >= lo`, and
+    // `x + (0x7f - hi)` iff `x > hi`; neither sum passes 0xff, so no carry crosses a byte.
+    let in_range = |x: u64, lo: u64, hi: u64| (x + (0x80 - lo) * ONES) & !(x + (0x7f - hi) * ONES) & HIGH;
+    let low7 = w & !HIGH;
+    let alnum = in_range(low7, 0x30, 0x39) | in_range(low7 | (0x20 * ONES), 0x61, 0x7a);
+    // Bytes >= 0x80 are never word bytes here.
+    (!alnum | w) & HIGH
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The 8-byte run scan ends where the per-byte table does, for every byte value in every
+    /// position of a chunk, and on random mixes of word and other bytes.
+    #[test]
+    fn word_runs_match_the_table() {
+        for lowercase in [false, true] {
+            let bert = Bert::new(BertOptions {
+                clean_text: true,
+                handle_chinese_chars: true,
+                strip_accents: lowercase,
+                lowercase,
+            });
+            assert!(bert.alnum_words);
+            let by_table = |bytes: &[u8], mut i: usize| {
+                while i < bytes.len() && bert.ascii_is_word(bytes[i]) {
+                    i += 1;
+                }
+                i
+            };
+            for b in 0..=255u8 {
+                for at in 0..12 {
+                    let mut bytes = vec![b'a'; 12];
+                    bytes[at] = b;
+                    assert_eq!(bert.word_run_end(&bytes, 0), by_table(&bytes, 0), "byte {b:#x} at {at}");
+                }
+            }
+            let alphabet: Vec<u8> = b"azAZ09 .-_@[`{/:\x7f".iter().copied().chain([0x80, 0xc3, 0xff]).collect();
+            let mut state = 0x9e37_79b9_7f4a_7c15;
+            for len in 0..40 {
+                let bytes = crate::engine::random_word(&mut state, &alphabet, len);
+                for i in 0..len {
+                    assert_eq!(bert.word_run_end(&bytes, i), by_table(&bytes, i));
+                }
+            }
+        }
+    }
 
     #[test]
     fn packing_round_trips() {
