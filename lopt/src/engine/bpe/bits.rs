@@ -8,8 +8,9 @@
 //! the engine use the scalar twin everywhere, so the differential suite can run on both paths.
 //! The unit tests compare the three on random and adversarial blocks.
 //!
-//! Only ASCII bytes are ever set: a byte of a multi-byte character is never an ASCII letter, so
-//! callers go back to the character-wise scanner where a run meets one.
+//! Only ASCII bytes are ever set, except in [`AsciiClasses::high`], the mask of the bytes that are
+//! not: a byte of a multi-byte character is never an ASCII letter, so callers go back to the
+//! character-wise scanner where a run meets one.
 
 /// Bytes per block.
 pub(crate) const BLOCK: usize = 64;
@@ -39,6 +40,134 @@ impl Kernel {
             Kernel::Bulk => cases_swar(block),
         }
     }
+
+    /// The ASCII class masks of `block` that the block scanners of `pretok.rs` derive pre-token
+    /// starts from (see [`AsciiClasses`]).
+    #[inline(always)]
+    pub(crate) fn ascii_classes(self, block: &[u8; BLOCK]) -> AsciiClasses {
+        match self {
+            Kernel::Scalar => ascii_classes_scalar(block),
+            #[cfg(target_arch = "x86_64")]
+            Kernel::Bulk => ascii_classes_sse2(block),
+            #[cfg(not(target_arch = "x86_64"))]
+            Kernel::Bulk => ascii_classes_swar(block),
+        }
+    }
+}
+
+/// Disjoint byte classes of one block, as masks: ASCII letters, ASCII digits, the space (0x20),
+/// the printable ASCII punctuation and symbols except the apostrophe (0x21..=0x7e, not
+/// alphanumeric, not `'`), and bytes with the high bit set (any byte of a multi-byte character).
+/// A byte in none of the first four (a control character, other ASCII white space, `'`, a
+/// non-ASCII byte) is what the block scanners call hard: they stop before it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct AsciiClasses {
+    pub(crate) letter: u64,
+    pub(crate) digit: u64,
+    pub(crate) space: u64,
+    pub(crate) punct: u64,
+    pub(crate) high: u64,
+}
+
+impl AsciiClasses {
+    /// The masks of the 64 bytes from byte `off` (< 64) of the block `lo`, `hi` being the block
+    /// after it.
+    #[inline(always)]
+    pub(crate) fn window(lo: &AsciiClasses, hi: &AsciiClasses, off: usize) -> AsciiClasses {
+        if off == 0 {
+            return *lo;
+        }
+        let join = |a: u64, b: u64| (a >> off) | (b << (BLOCK - off));
+        AsciiClasses {
+            letter: join(lo.letter, hi.letter),
+            digit: join(lo.digit, hi.digit),
+            space: join(lo.space, hi.space),
+            punct: join(lo.punct, hi.punct),
+            high: join(lo.high, hi.high),
+        }
+    }
+}
+
+/// Printable ASCII punctuation and symbols, apostrophe excluded (see [`AsciiClasses`]).
+#[inline(always)]
+fn is_block_punct(b: u8) -> bool {
+    b.is_ascii_punctuation() && b != b'\''
+}
+
+/// The scalar twin.
+#[inline]
+fn ascii_classes_scalar(block: &[u8; BLOCK]) -> AsciiClasses {
+    let mut m = AsciiClasses::default();
+    for (k, &b) in block.iter().enumerate() {
+        m.letter |= u64::from(b.is_ascii_alphabetic()) << k;
+        m.digit |= u64::from(b.is_ascii_digit()) << k;
+        m.space |= u64::from(b == b' ') << k;
+        m.punct |= u64::from(is_block_punct(b)) << k;
+        m.high |= u64::from(b >= 0x80) << k;
+    }
+    m
+}
+
+/// SWAR on `u64` lanes.
+#[inline]
+#[cfg_attr(target_arch = "x86_64", allow(dead_code))]
+fn ascii_classes_swar(block: &[u8; BLOCK]) -> AsciiClasses {
+    let mut m = AsciiClasses::default();
+    for (k, lane) in block.chunks_exact(8).enumerate() {
+        let mut eight = [0u8; 8];
+        eight.copy_from_slice(lane);
+        let x = u64::from_le_bytes(eight);
+        let letter = range_swar8(x, b'A', b'Z') | range_swar8(x, b'a', b'z');
+        let digit = range_swar8(x, b'0', b'9');
+        let printable = range_swar8(x, b'!', b'~');
+        let quote = range_swar8(x, b'\'', b'\'');
+        let shift = 8 * k;
+        m.letter |= letter << shift;
+        m.digit |= digit << shift;
+        m.space |= range_swar8(x, b' ', b' ') << shift;
+        m.punct |= (printable & !letter & !digit & !quote) << shift;
+        m.high |= gather_high_bits(x & HIGH) << shift;
+    }
+    m
+}
+
+/// SSE2, 16 bytes per step, with the range test of [`cases_sse2`]; the high bits are the sign
+/// bits `movemask` reads directly.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn ascii_classes_sse2(block: &[u8; BLOCK]) -> AsciiClasses {
+    use std::arch::x86_64::{
+        _mm_add_epi8, _mm_andnot_si128, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+        _mm_or_si128, _mm_set1_epi8,
+    };
+    let mut m = AsciiClasses::default();
+    for k in 0..BLOCK / 16 {
+        // SAFETY: as in `cases_sse2`: SSE2 is in the x86-64 baseline, and the unaligned load
+        // reads bytes 16k..16k+16 of the 64-byte array, in bounds for k < 4.
+        let masks = unsafe {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
+            // `first..=last` maps to the lowest `last - first + 1` signed byte values.
+            let range = |first: u8, len: u8| {
+                _mm_cmplt_epi8(
+                    _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(first) as i8)),
+                    _mm_set1_epi8((0x80u8.wrapping_add(len)) as i8),
+                )
+            };
+            let letter = _mm_or_si128(range(b'A', 26), range(b'a', 26));
+            let digit = range(b'0', 10);
+            let printable = range(b'!', 94);
+            let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\'' as i8));
+            let space = _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8));
+            let punct = _mm_andnot_si128(_mm_or_si128(_mm_or_si128(letter, digit), quote), printable);
+            [letter, digit, space, punct, v].map(|x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k))
+        };
+        m.letter |= masks[0];
+        m.digit |= masks[1];
+        m.space |= masks[2];
+        m.punct |= masks[3];
+        m.high |= masks[4];
+    }
+    m
 }
 
 /// Upper- and lower-case ASCII letter masks of one block.
@@ -217,6 +346,10 @@ mod tests {
         assert_eq!(cases_swar(block), want, "swar on {block:?}");
         assert_eq!(Kernel::Bulk.cases(block), want, "bulk on {block:?}");
         assert_eq!(Kernel::Scalar.cases(block), want);
+        let want = ascii_classes_scalar(block);
+        assert_eq!(ascii_classes_swar(block), want, "swar classes on {block:?}");
+        assert_eq!(Kernel::Bulk.ascii_classes(block), want, "bulk classes on {block:?}");
+        assert_eq!(Kernel::Scalar.ascii_classes(block), want);
     }
 
     #[test]
@@ -238,7 +371,7 @@ mod tests {
         // Bytes near the class edges (@ [ ` {, 0x7f, 0x80, 0xc1, 0xdf ...) are over-represented.
         let edges = [
             b'@', b'A', b'Z', b'[', b'`', b'a', b'z', b'{', 0x7f, 0x80, 0xa0, 0xc1, 0xc3, 0xdf, 0xe0, 0xff, 0, 0xbf,
-            0xda, 0xfa,
+            0xda, 0xfa, b'/', b'0', b'9', b':', b' ', b'!', b'~', b'\'', b'\t', b'\n',
         ];
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         let mut next = || crate::engine::xorshift(&mut state);

@@ -17,7 +17,7 @@
 //! The unit tests compare every scanner with Oniguruma on trap strings and on random strings
 //! drawn from a pool of characters of every class.
 
-use super::bits::{self, Cases, Kernel, BLOCK};
+use super::bits::{self, AsciiClasses, Cases, Kernel, BLOCK};
 use super::unicode::{in_set, Classes, NUMBER, SPACE, S_L, S_LM, S_LOWER, S_N, S_NOT_WS_L_N, S_PS, S_UPPER};
 
 /// cl100k_base / Llama-3 (`\p{N}{1,3}`).
@@ -168,14 +168,30 @@ fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, 
     let bytes = text.as_bytes();
     let mut l = Letters::new(bytes, kernel);
     match stage {
-        Stage::Cl100k { max_digits: 3 } => scan(bytes, base, sink, |s, i| cl100k_at::<3>(c, &mut l, s, i)),
-        Stage::Cl100k { max_digits: 1 } => scan(bytes, base, sink, |s, i| cl100k_at::<1>(c, &mut l, s, i)),
+        Stage::Cl100k { max_digits: 3 } => scan_blocks(
+            bytes,
+            base,
+            sink,
+            kernel,
+            block_starts::<3>,
+            |s, i| cl100k_at::<3>(c, &mut l, s, i),
+        ),
+        Stage::Cl100k { max_digits: 1 } => scan_blocks(
+            bytes,
+            base,
+            sink,
+            kernel,
+            block_starts::<1>,
+            |s, i| cl100k_at::<1>(c, &mut l, s, i),
+        ),
         Stage::Cl100k { max_digits } => {
             let max = *max_digits;
             scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, &mut l, s, i, max))
         }
         Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, &mut l, s, i)),
-        Stage::DeepSeek => scan(bytes, base, sink, |s, i| deepseek_at(c, &mut l, s, i)),
+        Stage::DeepSeek => {
+            scan_blocks(bytes, base, sink, kernel, block_starts::<0>, |s, i| deepseek_at(c, &mut l, s, i))
+        }
         Stage::Gpt2 => scan(bytes, base, sink, |s, i| gpt2_at(c, &mut l, s, i)),
         // DeepSeek-V3's first two stages match rarely in most text, and only where a digit or a
         // multi-byte character starts: the ASCII bytes before such a byte are skipped 8 at a
@@ -256,6 +272,157 @@ fn scan_sparse<S: Sink>(
     if gap < n {
         sink.piece(base + gap, base + n);
     }
+}
+
+/// [`scan`] with a block path: at a pre-token start whose byte is ASCII, `block_starts` gives the
+/// pre-token starts of the 64 bytes from there (bit 0, the start itself, always set; see
+/// [`block_starts`]), and the pieces between them are emitted with no per-position
+/// matching; the last start found is where the next step begins. Where the window holds no start
+/// after the first (a hard byte right away, a run longer than the window), `match_at` takes one
+/// step. The block path runs on [`Kernel::Bulk`] only: the scalar kernel is the per-character
+/// scanner alone, so the suite under `scalar-pretok` checks that path and the default run checks
+/// this one, each against HF.
+#[inline(always)]
+fn scan_blocks<S: Sink>(
+    s: &[u8],
+    base: usize,
+    sink: &mut S,
+    kernel: Kernel,
+    block_starts: impl Fn(AsciiClasses) -> u64,
+    mut match_at: impl FnMut(&[u8], usize) -> Option<usize>,
+) {
+    let n = s.len();
+    let mut windows = Windows::new(s, kernel);
+    let mut i = 0;
+    let mut gap = 0;
+    while i < n {
+        if kernel == Kernel::Bulk && gap == i && s[i] < 0x80 {
+            let mut starts = block_starts(windows.at(i)) & !1;
+            if starts != 0 {
+                let mut prev = i;
+                while starts != 0 {
+                    let next = i + starts.trailing_zeros() as usize;
+                    sink.piece(base + prev, base + next);
+                    prev = next;
+                    starts &= starts - 1;
+                }
+                i = prev;
+                gap = prev;
+                continue;
+            }
+        }
+        if let Some(end) = match_at(s, i) {
+            if gap < i {
+                sink.piece(base + gap, base + i);
+            }
+            sink.piece(base + i, base + end);
+            i = end;
+            gap = end;
+        } else {
+            i += utf8_len(s[i]);
+        }
+    }
+    if gap < n {
+        sink.piece(base + gap, base + n);
+    }
+}
+
+/// The class masks of a text's aligned 64-byte blocks, two at a time, so that the window from any
+/// position is two shifts per mask and each block is classified once however often the scanner
+/// falls back to the per-character path inside it. Bytes past the end read as zero, a hard byte.
+struct Windows<'s> {
+    s: &'s [u8],
+    kernel: Kernel,
+    /// Start of the block in `lo` (a multiple of [`BLOCK`]; `usize::MAX` before the first); `hi`
+    /// is the block after it.
+    at: usize,
+    lo: AsciiClasses,
+    hi: AsciiClasses,
+}
+
+impl<'s> Windows<'s> {
+    fn new(s: &'s [u8], kernel: Kernel) -> Self {
+        Windows { s, kernel, at: usize::MAX, lo: AsciiClasses::default(), hi: AsciiClasses::default() }
+    }
+
+    fn block(&self, at: usize) -> AsciiClasses {
+        match self.s.get(at..at + BLOCK).and_then(|b| <&[u8; BLOCK]>::try_from(b).ok()) {
+            Some(block) => self.kernel.ascii_classes(block),
+            None => {
+                let mut block = [0u8; BLOCK];
+                let tail = self.s.get(at..).unwrap_or_default();
+                block[..tail.len()].copy_from_slice(tail);
+                self.kernel.ascii_classes(&block)
+            }
+        }
+    }
+
+    /// The masks of the 64 bytes from `i`.
+    #[inline(always)]
+    fn at(&mut self, i: usize) -> AsciiClasses {
+        let at = i & !(BLOCK - 1);
+        if at != self.at {
+            self.lo = if at == self.at.wrapping_add(BLOCK) { self.hi } else { self.block(at) };
+            self.hi = self.block(at + BLOCK);
+            self.at = at;
+        }
+        AsciiClasses::window(&self.lo, &self.hi, i - at)
+    }
+}
+
+/// The pre-token starts of the cl100k / Qwen pattern (`MAX_DIGITS` 3 / 1) or of DeepSeek-V3's
+/// third stage (`MAX_DIGITS` 0) in the window `m`, which begins at a pre-token start (bit 0).
+/// Only the bytes before the window's first hard byte `h` (see [`AsciiClasses`]: a quote, white
+/// space other than `' '`, a control or non-ASCII byte; for DeepSeek also a digit) are read, and a
+/// start is set only where those bytes decide it; the first start the mask misses lies after its
+/// last set bit, so every piece between two set bits is exact.
+///
+/// Over letters `L`, digits `D`, spaces `S` and punctuation `P` both patterns reduce to: a letter
+/// run is one piece, joined by the one `S` or `P` before it when that byte starts a piece
+/// (cl100k's `[^\r\n\p{L}\p{N}]?\p{L}+`; DeepSeek's `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+`
+/// and its ASCII-punctuation-then-`[A-Za-z]+`); a `P` starts a piece after `L` or `D` and otherwise belongs to
+/// the `S` or punctuation run before it (` ?[^\s\p{L}\p{N}]+` / ` ?[\p{P}\p{S}]+`, which end at
+/// `L`, `D` or `S`); a digit run splits every `MAX_DIGITS` digits; an `S` after a non-`S` starts a
+/// piece, and a run of spaces gives back its last one (`\s+(?!\S)`) when an `L`, `D` or `P`
+/// follows it (decided only when that byte is before `h`). The byte before the window reads as a
+/// letter, which makes bit 0 a start under every rule. Finally `h` itself is a start when it is
+/// ASCII and a letter or digit run ends before it: such a run ends at any ASCII non-letter
+/// (non-digit) byte, and the next piece (a match, or for DeepSeek a skipped digit) starts there.
+#[inline(always)]
+fn block_starts<const MAX_DIGITS: usize>(m: AsciiClasses) -> u64 {
+    let digit = if MAX_DIGITS == 0 { 0 } else { m.digit };
+    let hard = !(m.letter | digit | m.space | m.punct);
+    let first_hard = hard & hard.wrapping_neg();
+    let valid = first_hard.wrapping_sub(1);
+    let (l, d, sp, p) = (m.letter & valid, digit & valid, m.space & valid, m.punct & valid);
+    let (l_prev, d_prev, s_prev, p_prev) = ((l << 1) | 1, d << 1, sp << 1, p << 1);
+    let mut starts = 1
+        | (sp & !s_prev)
+        | (sp & s_prev & ((l | d | p) >> 1))
+        | (p & (l_prev | d_prev))
+        | (l & d_prev)
+        | (l & p_prev & ((p | sp) << 2));
+    starts |= if MAX_DIGITS <= 1 {
+        d
+    } else {
+        // Group starts: each run's first digit, then every `MAX_DIGITS`-th digit after one.
+        let mut whole = d;
+        for k in 1..MAX_DIGITS {
+            whole &= d << k;
+        }
+        let mut groups = d & !d_prev;
+        loop {
+            let more = (groups << MAX_DIGITS) & whole & !groups;
+            if more == 0 {
+                break groups;
+            }
+            groups |= more;
+        }
+    };
+    if ((l | d) << 1) & first_hard & !m.high != 0 {
+        starts |= first_hard;
+    }
+    starts
 }
 
 /// The first position from `i` whose byte `keep` rejects (the scalar twin of the 8-byte skips).
@@ -758,6 +925,8 @@ mod tests {
             "١٢٣٤ ⅣⅤ ½¾ x²",
             "\u{0}\u{1}\u{7f}\u{200b}\u{200d}\u{feff}",
             "ʰʲ ˈaː ǈǋ",
+            "1234567 12 a1b2 x.y ..z  .a (b) a.b1.c 1.2.3 ...... x,y  ,z 99999999999 a--b -1 .5",
+            "a  1  .  b   ;x  \ty \nz a. ..a .'s x's 12's (x)'ll",
         ] {
             check(text);
         }
@@ -803,6 +972,24 @@ mod tests {
         let mut next = || crate::engine::xorshift(&mut state);
         for _ in 0..1_500 {
             let len = (next() % 300) as usize;
+            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
+            check(&text);
+        }
+    }
+
+    /// The block scanners' cases: long mostly-ASCII strings over letters, digit runs, punctuation
+    /// runs and single or repeated spaces, with a few hard bytes (quote, line break, tab, non-ASCII
+    /// letter or space) that stop a block, so that windows start and stop everywhere.
+    #[test]
+    fn random_ascii_against_oniguruma() {
+        let pool: Vec<&str> = vec![
+            "a", "b", "Z", "q", "y", " ", " ", " ", " ", "0", "7", "9", ".", ",", "(", "-", "/", "!", "  ", "'", "\n",
+            "\t", "é", "\u{a0}", "ab", "The", " of", "123", "'s",
+        ];
+        let mut state = 0x3c6e_f372_fe94_f82bu64;
+        let mut next = || crate::engine::xorshift(&mut state);
+        for _ in 0..600 {
+            let len = (next() % 120) as usize;
             let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
             check(&text);
         }
