@@ -168,22 +168,12 @@ fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, 
     let bytes = text.as_bytes();
     let mut l = Letters::new(bytes, kernel);
     match stage {
-        Stage::Cl100k { max_digits: 3 } => scan_blocks(
-            bytes,
-            base,
-            sink,
-            kernel,
-            block_starts::<3>,
-            |s, i| cl100k_at::<3>(c, &mut l, s, i),
-        ),
-        Stage::Cl100k { max_digits: 1 } => scan_blocks(
-            bytes,
-            base,
-            sink,
-            kernel,
-            block_starts::<1>,
-            |s, i| cl100k_at::<1>(c, &mut l, s, i),
-        ),
+        Stage::Cl100k { max_digits: 3 } => {
+            scan_blocks(bytes, base, sink, kernel, block_starts::<3>, |s, i| cl100k_at::<3>(c, &mut l, s, i))
+        }
+        Stage::Cl100k { max_digits: 1 } => {
+            scan_blocks(bytes, base, sink, kernel, block_starts::<1>, |s, i| cl100k_at::<1>(c, &mut l, s, i))
+        }
         Stage::Cl100k { max_digits } => {
             let max = *max_digits;
             scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, &mut l, s, i, max))
