@@ -219,6 +219,12 @@ pub(crate) fn ascii_end(s: &[u8], from: usize) -> usize {
     run_end(s, from, |w| w & HIGH, |b| b >= 0x80)
 }
 
+/// Whether the 8 bytes of `s` from `from` are all there and all ASCII.
+#[inline(always)]
+pub(crate) fn ascii8(s: &[u8], from: usize) -> bool {
+    s.get(from..from + 8).and_then(|w| <[u8; 8]>::try_from(w).ok()).is_some_and(|w| u64::from_le_bytes(w) & HIGH == 0)
+}
+
 /// The end of the run of `byte` in `s` from `from` (see [`run_end`]).
 #[inline(always)]
 pub(crate) fn byte_run_end(s: &[u8], from: usize, byte: u8) -> usize {

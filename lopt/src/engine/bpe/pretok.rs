@@ -92,17 +92,29 @@ pub(crate) struct PreTokenizer {
     stages: Vec<Stage>,
     /// How letter runs are found (the bulk kernel, or its scalar twin).
     kernel: Kernel,
+    /// The shortest text the block path runs on (bulk kernel only): a text shorter than a block
+    /// would pay two block classifications, a padded copy among them, for a few pre-tokens (a
+    /// DeepSeek-V3 piece between two numbers, say). Tests set 0 to reach the block path on short
+    /// strings.
+    block_min: usize,
 }
 
 impl PreTokenizer {
     pub(crate) fn new(stages: Vec<Stage>) -> Self {
-        PreTokenizer { stages, kernel: Kernel::DEFAULT }
+        PreTokenizer { stages, kernel: Kernel::DEFAULT, block_min: BLOCK }
     }
 
     /// The same stages, scanned with `kernel` (tests compare both kernels in one build).
     #[cfg(test)]
     pub(crate) fn with_kernel(mut self, kernel: Kernel) -> Self {
         self.kernel = kernel;
+        self
+    }
+
+    /// The same stages, with the block path on texts of `block_min` bytes or more.
+    #[cfg(test)]
+    pub(crate) fn with_block_min(mut self, block_min: usize) -> Self {
+        self.block_min = block_min;
         self
     }
 
@@ -116,6 +128,12 @@ impl PreTokenizer {
         self.split_from(0, classes, text, 0, sink);
     }
 
+    /// Whether the block scanners run on `text` (see [`scan_blocks`]).
+    #[inline(always)]
+    fn blocks(&self, text: &str) -> bool {
+        self.kernel == Kernel::Bulk && text.len() >= self.block_min
+    }
+
     /// Generic over the sink, whose `piece` is inlined into the last stage's scanner loop: the
     /// scanner and the caller's per-pre-token work compile into one loop, with no call per piece.
     fn split_from<S: Sink>(&self, depth: usize, c: Classes, text: &str, base: usize, sink: &mut S) {
@@ -124,10 +142,10 @@ impl PreTokenizer {
             return;
         };
         if depth + 1 == self.stages.len() {
-            stage_pieces(stage, c, self.kernel, text, base, sink);
+            stage_pieces(stage, c, self.kernel, self.blocks(text), text, base, sink);
         } else {
             let mut next = NextStage { pre: self, depth: depth + 1, c, text, base, sink };
-            stage_pieces(stage, c, self.kernel, text, 0, &mut next);
+            stage_pieces(stage, c, self.kernel, self.blocks(text), text, 0, &mut next);
         }
     }
 }
@@ -164,15 +182,23 @@ impl<S: Sink> Sink for NextStage<'_, '_, S> {
 
 /// The pieces of one stage over `text`, reported shifted by `base`.
 #[inline(always)]
-fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, base: usize, sink: &mut S) {
+fn stage_pieces<S: Sink>(
+    stage: &Stage,
+    c: Classes,
+    kernel: Kernel,
+    blocks: bool,
+    text: &str,
+    base: usize,
+    sink: &mut S,
+) {
     let bytes = text.as_bytes();
     let mut l = Letters::new(bytes, kernel);
     match stage {
         Stage::Cl100k { max_digits: 3 } => {
-            scan_blocks(bytes, base, sink, kernel, block_starts::<3>, |s, i| cl100k_at::<3>(c, &mut l, s, i))
+            scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<3>, |s, i| cl100k_at::<3>(c, &mut l, s, i))
         }
         Stage::Cl100k { max_digits: 1 } => {
-            scan_blocks(bytes, base, sink, kernel, block_starts::<1>, |s, i| cl100k_at::<1>(c, &mut l, s, i))
+            scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<1>, |s, i| cl100k_at::<1>(c, &mut l, s, i))
         }
         Stage::Cl100k { max_digits } => {
             let max = *max_digits;
@@ -180,9 +206,11 @@ fn stage_pieces<S: Sink>(stage: &Stage, c: Classes, kernel: Kernel, text: &str, 
         }
         Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, &mut l, s, i)),
         Stage::DeepSeek => {
-            scan_blocks(bytes, base, sink, kernel, block_starts::<0>, |s, i| deepseek_at(c, &mut l, s, i))
+            scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<0>, |s, i| deepseek_at(c, &mut l, s, i))
         }
-        Stage::Gpt2 => scan(bytes, base, sink, |s, i| gpt2_at(c, &mut l, s, i)),
+        Stage::Gpt2 => {
+            scan_blocks(bytes, base, sink, kernel, blocks, gpt2_block_starts, |s, i| gpt2_at(c, &mut l, s, i))
+        }
         // DeepSeek-V3's first two stages match rarely in most text, and only where a digit or a
         // multi-byte character starts: the ASCII bytes before such a byte are skipped 8 at a
         // time (byte by byte on the scalar kernel).
@@ -264,20 +292,21 @@ fn scan_sparse<S: Sink>(
     }
 }
 
-/// [`scan`] with a block path: at a pre-token start whose byte is ASCII, `block_starts` gives the
-/// pre-token starts of the 64 bytes from there (bit 0, the start itself, always set; see
-/// [`block_starts`]), and the pieces between them are emitted with no per-position
-/// matching; the last start found is where the next step begins. Where the window holds no start
-/// after the first (a hard byte right away, a run longer than the window), `match_at` takes one
-/// step. The block path runs on [`Kernel::Bulk`] only: the scalar kernel is the per-character
-/// scanner alone, so the suite under `scalar-pretok` checks that path and the default run checks
-/// this one, each against HF.
+/// [`scan`] with a block path: at a pre-token start with 8 ASCII bytes from it, `block_starts`
+/// gives the pre-token starts of the 64 bytes from there (bit 0, the start itself, always set;
+/// see [`block_starts`]), and the pieces between them are emitted with no per-position matching;
+/// the last start found is where the next step begins. Where the window holds no start after the
+/// first (a hard byte right away, a run longer than the window), `match_at` takes one step. The
+/// block path runs where `blocks` says (see [`PreTokenizer::blocks`]), so on [`Kernel::Bulk`]
+/// only: the scalar kernel is the per-character scanner alone, and the suite under
+/// `scalar-pretok` checks that path while the default run checks this one, each against HF.
 #[inline(always)]
 fn scan_blocks<S: Sink>(
     s: &[u8],
     base: usize,
     sink: &mut S,
     kernel: Kernel,
+    blocks: bool,
     block_starts: impl Fn(AsciiClasses) -> u64,
     mut match_at: impl FnMut(&[u8], usize) -> Option<usize>,
 ) {
@@ -286,7 +315,10 @@ fn scan_blocks<S: Sink>(
     let mut i = 0;
     let mut gap = 0;
     while i < n {
-        if kernel == Kernel::Bulk && gap == i && s[i] < 0x80 {
+        // In text that is mostly non-ASCII (Chinese with ASCII digits and punctuation) a window
+        // would hold a pre-token or two for its cost: 8 ASCII bytes ahead is the cheap sign that
+        // it holds more.
+        if blocks && gap == i && bits::ascii8(s, i) {
             let mut starts = block_starts(windows.at(i)) & !1;
             if starts != 0 {
                 let mut prev = i;
@@ -336,6 +368,9 @@ impl<'s> Windows<'s> {
     }
 
     fn block(&self, at: usize) -> AsciiClasses {
+        if at >= self.s.len() {
+            return AsciiClasses::default();
+        }
         match self.s.get(at..at + BLOCK).and_then(|b| <&[u8; BLOCK]>::try_from(b).ok()) {
             Some(block) => self.kernel.ascii_classes(block),
             None => {
@@ -409,6 +444,30 @@ fn block_starts<const MAX_DIGITS: usize>(m: AsciiClasses) -> u64 {
             groups |= more;
         }
     };
+    if ((l | d) << 1) & first_hard & !m.high != 0 {
+        starts |= first_hard;
+    }
+    starts
+}
+
+/// [`block_starts`] for GPT-2's pattern (`'s|...| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`):
+/// each run of letters, of digits and of punctuation is one piece, joined by the space before it
+/// (only a space prefixes here), and space runs are as in [`block_starts`]. At the first hard
+/// byte a letter or digit run ends whenever that byte is ASCII; a punctuation run does not (it
+/// goes on over a quote or a control character).
+#[inline(always)]
+fn gpt2_block_starts(m: AsciiClasses) -> u64 {
+    let hard = !(m.letter | m.digit | m.space | m.punct);
+    let first_hard = hard & hard.wrapping_neg();
+    let valid = first_hard.wrapping_sub(1);
+    let (l, d, sp, p) = (m.letter & valid, m.digit & valid, m.space & valid, m.punct & valid);
+    let s_prev = sp << 1;
+    let mut starts = 1
+        | (sp & !s_prev)
+        | (sp & s_prev & ((l | d | p) >> 1))
+        | (l & !(l << 1) & !s_prev)
+        | (d & !(d << 1) & !s_prev)
+        | (p & !(p << 1) & !s_prev);
     if ((l | d) << 1) & first_hard & !m.high != 0 {
         starts |= first_hard;
     }
@@ -874,7 +933,8 @@ mod tests {
 
     const ALL: [&str; 7] = [CL100K, QWEN, O200K, DEEPSEEK, GPT2, DIGITS, CJK_RUN];
 
-    /// Every scanner, with the bulk kernel and with its scalar twin, against Oniguruma.
+    /// Every scanner, with the bulk kernel (its block path on texts of any length) and with its
+    /// scalar twin, against Oniguruma.
     fn check(text: &str) {
         for pattern in ALL {
             let want = oracle(pattern, text);
@@ -882,7 +942,7 @@ mod tests {
                 let stage = Stage::from_pattern(pattern).unwrap();
                 assert!(!matches!(stage, Stage::Onig(_)));
                 let name = format!("{stage:?}");
-                let pt = PreTokenizer::new(vec![stage]).with_kernel(kernel);
+                let pt = PreTokenizer::new(vec![stage]).with_kernel(kernel).with_block_min(0);
                 assert_eq!(pieces(&pt, text), want, "{name} ({kernel:?}) on {text:?}");
             }
         }
