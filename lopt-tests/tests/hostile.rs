@@ -229,3 +229,36 @@ fn component_hf_refuses_fails_the_load_with_a_native_engine() {
     assert_eq!(err.kind(), ErrorKind::InvalidTokenizer);
     assert!(!err.to_string().contains('\n'), "{err}");
 }
+
+/// The model's vocabulary and merges are parsed apart from the rest of the file (`lopt/src/json.rs`):
+/// bad JSON or wrong types there are still a one-line `InvalidTokenizer` error, never a panic.
+#[test]
+fn malformed_vocab_or_merges_are_refused_in_one_line() {
+    let depth = 100_000;
+    let deep = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+    let model = |vocab: &str, merges: &str| {
+        let mut head = word_level(Value::Null, Value::Null);
+        head.as_object_mut().map(|file| file.remove("model"));
+        let head = head.to_string();
+        let model = format!(r#""model": {{"type": "BPE", "vocab": {vocab}, "merges": {merges}}}"#);
+        format!("{}, {model}}}", head.trim_end_matches('}'))
+    };
+    for json in [
+        model(r#"{"a": 0, "b": 1,}"#, r#"["a b"]"#),
+        model(r#"{"a": 0, "b": 1"#, r#"["a b"]"#),
+        model(r#"{"a": 0, "b": 1}"#, r#"["a b""#),
+        model(r#"{"a": 0, "b": 1}"#, r#"["a b"]]"#),
+        model(r#""ab""#, r#"["a b"]"#),
+        model(r#"{"a": "zero", "b": 1}"#, r#"["a b"]"#),
+        model(r#"{"a": 0, "b": 1}"#, "7"),
+        model(r#"{"a": 0, "b": 1}"#, r#"[["a", 1]]"#),
+        model(r#"{"a": 0, "b": 1}"#, r#"["\ud800 b"]"#),
+        model(&deep, r#"["a b"]"#),
+        model(r#"{"a": 0, "b": 1}"#, &deep),
+    ] {
+        let err = load_error(json.as_bytes());
+        assert_eq!(err.kind(), ErrorKind::InvalidTokenizer, "{err}");
+        assert!(!err.to_string().contains('\n'), "{err}");
+        assert!(lopt::hf::Tokenizer::from_bytes(json.as_bytes()).is_err(), "HF accepts {json:.200}");
+    }
+}
