@@ -97,8 +97,10 @@ pub(crate) struct Settings<'a> {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SeedCache {
-    /// On a background thread started at load: loading does not wait for it, and encodes run
-    /// unseeded until it is there.
+    /// On a background thread started at load: loading does not wait for it, encodes run
+    /// unseeded until it is there, and an encode that arrives meanwhile goes ahead of it (the
+    /// seed's merges run on the pool in slices of about a millisecond, the rest at the lowest
+    /// thread priority where the system has one).
     #[default]
     Background,
     /// Before loading returns (a warmed-up server; benchmarks that must not time the build).

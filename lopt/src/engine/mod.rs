@@ -18,6 +18,7 @@ pub(crate) mod guard;
 pub(crate) mod hf;
 pub(crate) mod merge_core;
 pub(crate) mod out;
+pub(crate) mod priority;
 pub(crate) mod spm;
 pub(crate) mod wordpiece;
 

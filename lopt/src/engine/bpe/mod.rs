@@ -52,6 +52,9 @@ use pretok::{PreTokenizer, Stage};
 pub(crate) use pretok::{CL100K, GPT2, O200K, QWEN};
 use unicode::Form;
 
+/// The background seed's thread (lowered in priority, [`seed_and_search_yielding`]).
+const SEED_THREAD: &str = "lopt-bpe-seed";
+
 /// Native byte-level BPE; see the module documentation.
 pub(crate) struct BpeEngine {
     added: AddedVocab,
@@ -67,11 +70,13 @@ pub(crate) struct BpeEngine {
     /// long as the rest of the build); until it is there, words are merged as without it, which
     /// gives the same tokens. [`SeedCache::Sync`](crate::SeedCache::Sync) builds it before `new`
     /// returns, [`SeedCache::Off`](crate::SeedCache::Off) never (measurements). Either way its
-    /// merges run on the tokenizer's pool, all threads at once: on a 2-core machine a background
-    /// thread beside the pool took a core from the first encodes, and those found no seed yet. An
-    /// encode that arrives meanwhile queues behind the seed's tasks (rayon runs a worker's own
-    /// tasks before injected ones), so it starts a little later but seeded and alone. The model's
-    /// long-word search is built beside it.
+    /// merges run on the tokenizer's pool, all threads at once (on a 2-core machine a background
+    /// thread beside the pool took a core from the first encodes). In the background they run
+    /// in slices, each round of slices handed to the pool as a job of its own, so an encode that
+    /// arrives meanwhile waits for one slice, not for the whole seed (before, it queued behind
+    /// all of the seed's tasks: rayon runs a worker's own tasks before injected ones, 0.1-0.2 s);
+    /// the parts that are one long task each (the cut table, the long-word search) run on the
+    /// background thread at the lowest priority ([`seed_and_search_yielding`]).
     seed: Arc<OnceLock<SeedCache>>,
     /// Pre-token caches, one lent to each running `encode_segment` (see [`cache`]).
     caches: Mutex<Vec<WordCache>>,
@@ -132,8 +137,8 @@ impl BpeEngine {
                 let (model, seed, pool) = (Arc::clone(&model), Arc::clone(&seed), pool.map(Arc::clone));
                 // Without a thread the engine simply runs unseeded.
                 let _ = std::thread::Builder::new()
-                    .name("lopt-bpe-seed".into())
-                    .spawn(move || seed_and_search(&model, &seed, pool.as_ref()));
+                    .name(SEED_THREAD.into())
+                    .spawn(move || seed_and_search_yielding(&model, &seed, pool.as_ref()));
             }
         }
         let cuts = if form.is_some() { CutRule::new(json).ok() } else { None };
@@ -173,6 +178,34 @@ fn seed_and_search(model: &BpeModel, seed: &OnceLock<SeedCache>, pool: Option<&A
             model.long_search();
         }
     }
+}
+
+/// [`seed_and_search`] behind the encodes, on the background seed's own thread: the seed's
+/// merges on `pool` in slices that an encode handed to the pool goes ahead of
+/// ([`BpeModel::seed_cache_yielding`]); the long-word search and the cut table (single tasks of
+/// 20-100 ms that would hold a pool thread) on a second thread; both threads at the lowest
+/// scheduling priority, so that on a machine with no core to spare the encodes' threads run
+/// first. An encode that needs the search while it is being built waits for it (and leaves its
+/// core to it), as it would wait to build it itself.
+fn seed_and_search_yielding(model: &BpeModel, seed: &OnceLock<SeedCache>, pool: Option<&Arc<rayon::ThreadPool>>) {
+    let Some(pool) = pool else {
+        seed_and_search(model, seed, None);
+        return;
+    };
+    let search = || {
+        crate::engine::priority::lower_this_thread(SEED_THREAD);
+        model.long_search();
+        model.cuts();
+    };
+    std::thread::scope(|scope| {
+        let beside = std::thread::Builder::new().name(SEED_THREAD.into()).spawn_scoped(scope, search);
+        crate::engine::priority::lower_this_thread(SEED_THREAD);
+        let _ = seed.set(model.seed_cache_yielding(pool));
+        // Without a second thread, one after the other.
+        if beside.is_err() {
+            search();
+        }
+    });
 }
 
 /// The normalizer's Unicode form: `None` for no normalizer (or an empty `Sequence`).

@@ -94,6 +94,11 @@ pub(crate) use memo::Memo;
 
 /// The merge results of a share of the seeded entries: each word with where its tokens start in
 /// `tokens` and how many there are.
+/// Entries per slice of [`BpeModel::seed_cache_yielding`]: about a millisecond of merges (the
+/// seed of a 128K vocabulary is ~1,600 instructions per entry, callgrind), the longest an encode
+/// waits for the seed; the rounds' hand-offs cost microseconds each.
+const SEED_SLICE: usize = 1024;
+
 struct SeedPart<'v> {
     tokens: Vec<(u32, u32)>,
     words: Vec<(&'v [u8], usize, usize)>,
@@ -227,8 +232,7 @@ impl BpeModel {
     /// its merges are shared among the pool's threads; called outside any pool, it runs on the
     /// calling thread alone (the global pool is never used).
     pub(crate) fn seed_cache(&self) -> SeedCache {
-        let entries: Vec<&[u8]> =
-            self.vocab.keys().map(|w| &w[..]).filter(|w| (1..=SEED_MAX_LEN).contains(&w.len())).collect();
+        let entries = self.seed_entries();
         // The cut table beside the merges: with `ignore_merges` the entries never reach it, and
         // the first Chinese word of a text should not wait for it.
         let merged: Vec<SeedPart<'_>> = if rayon::current_thread_index().is_some() {
@@ -245,6 +249,32 @@ impl BpeModel {
             count,
             merged.iter().flat_map(|p| p.words.iter().map(|&(word, from, n)| (word, &p.tokens[from..from + n]))),
         )
+    }
+
+    /// [`Self::seed_cache`] built from a thread outside `pool` so that encodes pre-empt it: the
+    /// merges run on `pool` in slices of [`SEED_SLICE`] entries, one slice per pool thread at a
+    /// time, each round handed to the pool as a job of its own. An encode handed to the pool
+    /// meanwhile queues ahead of the next round, so it waits for one slice (about a millisecond)
+    /// instead of the whole seed (0.1-0.2 s for a 150K vocabulary), and while its own tasks run
+    /// the pool's threads take them before the seed's next round. The cache's hash table is
+    /// built on the calling thread; the cut table is left to the caller.
+    pub(crate) fn seed_cache_yielding(&self, pool: &rayon::ThreadPool) -> SeedCache {
+        let entries = self.seed_entries();
+        let round = SEED_SLICE * pool.current_num_threads().max(1);
+        let mut merged: Vec<SeedPart<'_>> = Vec::with_capacity(entries.len().div_ceil(SEED_SLICE));
+        for batch in entries.chunks(round) {
+            merged.extend(pool.install(|| batch.par_chunks(SEED_SLICE).map(|c| self.seed_part(c)).collect::<Vec<_>>()));
+        }
+        let count = merged.iter().map(|p| p.words.len()).sum();
+        SeedCache::new(
+            count,
+            merged.iter().flat_map(|p| p.words.iter().map(|&(word, from, n)| (word, &p.tokens[from..from + n]))),
+        )
+    }
+
+    /// The vocabulary entries the seeded cache holds.
+    fn seed_entries(&self) -> Vec<&[u8]> {
+        self.vocab.keys().map(|w| &w[..]).filter(|w| (1..=SEED_MAX_LEN).contains(&w.len())).collect()
     }
 
     /// The merge results of `entries`, for [`Self::seed_cache`].
@@ -277,7 +307,7 @@ impl BpeModel {
     }
 
     /// The cut table, built now if it is not yet.
-    fn cuts(&self) -> &split::Cuts {
+    pub(crate) fn cuts(&self) -> &split::Cuts {
         self.cuts.get_or_init(|| split::Cuts::new(self.vocab.keys().map(|t| &t[..])))
     }
 
@@ -760,6 +790,25 @@ mod tests {
 
     /// The seeded cache answers exactly the cold merge, for vocabulary entries and other words,
     /// wherever the word sits in a text (a full 16-byte load or the byte-wise tail path).
+    #[test]
+    fn seed_cache_yielding_equals_the_one_task_seed() {
+        use super::super::cache::Hit;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
+        for (name, model) in fixture_models(&["gpt2"]) {
+            let (whole, sliced) = (model.seed_cache(), model.seed_cache_yielding(&pool));
+            assert_eq!(whole.len(), sliced.len(), "{name}");
+            let tokens = |hit: Option<(Hit<'_>, bool)>| match hit {
+                None => None,
+                Some((Hit::One(id), _)) => Some(vec![id]),
+                Some((Hit::Many(tokens), _)) => Some(tokens.iter().map(|t| t.0).collect::<Vec<_>>()),
+            };
+            for word in model.seed_entries() {
+                let end = word.len();
+                assert_eq!(tokens(whole.get(word, 0, end)), tokens(sliced.get(word, 0, end)), "{name}: {word:?}");
+            }
+        }
+    }
+
     #[test]
     fn seed_cache_is_the_cold_merge() {
         use super::super::cache::Hit;
