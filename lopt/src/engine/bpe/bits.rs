@@ -235,18 +235,18 @@ pub(crate) fn byte_run_end(s: &[u8], from: usize, byte: u8) -> usize {
 /// character may start (an ASCII digit or any multi-byte character; see [`run_end`]).
 #[inline(always)]
 pub(crate) fn non_digit_ascii_end(s: &[u8], from: usize) -> usize {
+    run_end(s, from, |w| (w & HIGH) | in_range_lanes(w, b'0', b'9'), |b| b >= 0x80 || b.is_ascii_digit())
+}
+
+/// The end of the run of ASCII letters and digits of `s` from `from` (see [`run_end`]).
+#[inline(always)]
+pub(crate) fn alphanumeric_end(s: &[u8], from: usize) -> usize {
     run_end(
         s,
         from,
-        |w| {
-            // Per byte, with the high bit cleared (no carry between bytes, as in `range_swar8`):
-            // at least `0` and not above `9`; plus every non-ASCII byte.
-            let y = w & !HIGH;
-            let at_least_zero = (y + (0x80 - u64::from(b'0')) * ONES) & HIGH;
-            let above_nine = (y + (0x80 - u64::from(b'9') - 1) * ONES) & HIGH;
-            (w & HIGH) | (at_least_zero & !above_nine)
-        },
-        |b| b >= 0x80 || b.is_ascii_digit(),
+        // Setting bit 5 folds `A-Z` onto `a-z` and moves no other byte into that range.
+        |w| !(in_range_lanes(w, b'0', b'9') | in_range_lanes(w | (0x20 * ONES), b'a', b'z')) & HIGH,
+        |b| !b.is_ascii_alphanumeric(),
     )
 }
 
@@ -258,16 +258,22 @@ fn gather_high_bits(lanes: u64) -> u64 {
     ((lanes >> 7).wrapping_mul(0x0102_0408_1020_4080)) >> 56
 }
 
-/// Eight bytes at once: bytes `first..=last` (both ASCII) of `x`, tested with additions that
-/// cannot carry between bytes (every byte is at most 0x7f once its high bit is cleared, and
-/// 0x7f + 0x80 - `first` stays below 0x100).
+/// Eight bytes at once: the high bit of each byte of `x` in `first..=last` (both ASCII), tested
+/// with additions that cannot carry between bytes (every byte is at most 0x7f once its high bit
+/// is cleared, and 0x7f + 0x80 - `first` stays below 0x100).
 #[inline(always)]
-fn range_swar8(x: u64, first: u8, last: u8) -> u64 {
+fn in_range_lanes(x: u64, first: u8, last: u8) -> u64 {
     let ascii = !x & HIGH;
     let y = x & !HIGH;
     let at_least_first = (y + (0x80 - u64::from(first)) * ONES) & HIGH;
     let above_last = (y + (0x80 - u64::from(last) - 1) * ONES) & HIGH;
-    gather_high_bits(ascii & at_least_first & !above_last)
+    ascii & at_least_first & !above_last
+}
+
+/// [`in_range_lanes`] gathered into the low 8 bits (byte `k`'s bit at bit `k`).
+#[inline(always)]
+fn range_swar8(x: u64, first: u8, last: u8) -> u64 {
+    gather_high_bits(in_range_lanes(x, first, last))
 }
 
 /// SWAR on `u64` lanes (the bulk kernel where SSE2 is not there; tested everywhere).

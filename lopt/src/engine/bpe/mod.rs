@@ -27,7 +27,7 @@
 pub(crate) mod added;
 #[cfg(test)]
 mod bench;
-mod bits;
+pub(crate) mod bits;
 pub(crate) mod cache;
 mod model;
 mod pretok;

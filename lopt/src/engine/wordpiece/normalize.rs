@@ -20,6 +20,8 @@ use unicode_categories::UnicodeCategories;
 use unicode_normalization_alignments::char::{canonical_combining_class, decompose_canonical};
 use unicode_normalization_alignments::UnicodeNormalization;
 
+use crate::engine::bpe::bits::{self, Kernel};
+
 /// The `BertNormalizer` options (strip_accents resolved: `None` follows `lowercase`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct BertOptions {
@@ -181,19 +183,13 @@ impl Bert {
 
     /// The end of the run of ASCII word bytes ([`Bert::ascii_is_word`]) that starts at `i`.
     ///
-    /// Eight bytes at a time (SWAR) where the word bytes are the letters and digits, one table
-    /// lookup per byte otherwise, for the tail, and with the feature `scalar-pretok` (the scalar
-    /// twin the differential tests also run).
+    /// Eight bytes at a time ([`bits::alphanumeric_end`]) where the word bytes are the letters and
+    /// digits, one table lookup per byte otherwise and under the feature `scalar-pretok` (the
+    /// scalar twin the differential tests also run).
     #[inline]
     pub(super) fn word_run_end(&self, bytes: &[u8], mut i: usize) -> usize {
-        if self.alnum_words && !cfg!(feature = "scalar-pretok") {
-            while let Some(chunk) = bytes.get(i..i + 8).and_then(|c| <[u8; 8]>::try_from(c).ok()) {
-                let other = not_alnum(u64::from_le_bytes(chunk));
-                if other != 0 {
-                    return i + (other.trailing_zeros() / 8) as usize;
-                }
-                i += 8;
-            }
+        if self.alnum_words && Kernel::DEFAULT == Kernel::Bulk {
+            return bits::alphanumeric_end(bytes, i);
         }
         while i < bytes.len() && self.ascii_is_word(bytes[i]) {
             i += 1;
@@ -354,20 +350,6 @@ impl Bert {
 
 fn is_removed_by_clean(c: char) -> bool {
     c == '\0' || c == '\u{fffd}' || is_control(c)
-}
-
-/// The high bit of each byte of `w` that is not an ASCII letter or digit.
-#[inline]
-fn not_alnum(w: u64) -> u64 {
-    const ONES: u64 = 0x0101_0101_0101_0101;
-    const HIGH: u64 = 0x8080_8080_8080_8080;
-    // Per byte, for 7-bit `x`: `x + (0x80 - lo)` has its high bit set iff `x >= lo`, and
-    // `x + (0x7f - hi)` iff `x > hi`; neither sum passes 0xff, so no carry crosses a byte.
-    let in_range = |x: u64, lo: u64, hi: u64| (x + (0x80 - lo) * ONES) & !(x + (0x7f - hi) * ONES) & HIGH;
-    let low7 = w & !HIGH;
-    let alnum = in_range(low7, 0x30, 0x39) | in_range(low7 | (0x20 * ONES), 0x61, 0x7a);
-    // Bytes >= 0x80 are never word bytes here.
-    (!alnum | w) & HIGH
 }
 
 #[cfg(test)]
