@@ -188,10 +188,14 @@ def worker(method, path, name, docs_file, batch="0"):
 def run_cell(method, threads, path, name, docs_file, batch=0):
     # Python methods whose thread count is the point get their threads; the rest run sequentially.
     parallel = method in ("hf-batch", "lopt-py", "lopt-py-batch", "transformers-lopt")
-    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), TOKENIZERS_PARALLELISM=str(parallel).lower())
+    # fastokens runs its own pool, sized by FASTOKENS_BPE_THREADS (default: every core), not by
+    # RAYON_NUM_THREADS: without it, its "1 thread" cells ran on every core.
+    env = dict(os.environ, RAYON_NUM_THREADS=str(threads), FASTOKENS_BPE_THREADS=str(threads),
+               TOKENIZERS_PARALLELISM=str(parallel).lower())
     if batch and method in ("hf", "fastokens"):
         # Their batch calls are parallel: give them their default threads (all cores).
         env.pop("RAYON_NUM_THREADS")
+        env.pop("FASTOKENS_BPE_THREADS")
         env["TOKENIZERS_PARALLELISM"] = "true"
     if method in ("lopt", "lopt-hf", "lopt-base", "lopt-ids"):
         engine = "hf" if method == "lopt-hf" else "auto"
