@@ -9,7 +9,9 @@
 #                                  # bench_peers at 1/2/4/8/16 threads, lopt bench cpu_seconds and
 #                                  # chunk sizes; ~7 minutes on a quiet 16-core machine
 #
-# Knobs: ROUNDS (2), TH ("1 2 4 8 16"), DOCS (8), TOP (16), PY (python3), DRY=1 (skip the wheels).
+# Knobs: ROUNDS (2), TH ("1 2 4 8 16"), DOCS (8), TOP (16), PY (python3), DRY=1 (skip the wheels),
+# VERIFY=0 / EXTRA=0 (gigatoken, nanotoken, lopt-ids) / DIRECT=0 skip those parts. A newer build can
+# travel as dev8/lopt (stripped) without re-making the data bundle.
 set -u
 R=$(pwd); D=$R/dev8; PY=${PY:-python3}
 ROUNDS=${ROUNDS:-2}; TH=${TH:-"1 2 4 8 16"}; DOCS=${DOCS:-8}; TOP=${TOP:-16}
@@ -43,7 +45,6 @@ for src, dst in (("en_verylong", "en1m"), ("zh_long", "zh1m")):
                 break
 PY
     (cd "$D/stage" && tar cf - . | xz -6 -T0 > ../data.tar.xz) && rm -rf "$D/stage"
-    cp "$0" "$D/run.sh"
     for p in fastokens==0.3.5 gigatoken==0.10.0 nanotoken==0.1.0 awkward==2.14.0 awkward-cpp==57; do
         python3 -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
             --platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64 --platform manylinux_2_17_x86_64 \
@@ -59,12 +60,39 @@ run() {
     lscpu | grep -E "Model name|^CPU\(s\)|Thread|Core|Socket|L1d|L2|L3|NUMA node|MHz"
     free -g | head -2; uname -r; $PY --version
     mkdir -p /tmp/d && tar xJf "$D/data.tar.xz" -C /tmp/d
+    if [ -x "$D/lopt" ]; then cp "$D/lopt" /tmp/d/lopt; fi
+    /tmp/d/lopt --version
     if [ -z "${DRY:-}" ]; then
         $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
             && export PYTHONPATH=/tmp/site
     fi
     $PY -c "import fastokens, gigatoken, nanotoken, tokenizers; print('peers ok', tokenizers.__version__)"
     export LOPT_SHARED=/tmp/d/shared LOPT_BIN=/tmp/d/lopt PYTHONUNBUFFERED=1
+    local L=/tmp/d/lopt T=/tmp/d/shared/tokenizers C=/tmp/d/corpora
+    [ "${VERIFY:-1}" = 1 ] && verify_all
+    bp() { $PY scripts/bench_peers.py --docs $DOCS --rounds $ROUNDS --max-bytes 1000000 "$@"; }
+    for c in en1m zh1m; do
+        echo "== BPE $c: fastokens and lopt at $TH threads $(date -u +%T)"
+        bp --corpus $C/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 --methods fastokens lopt --threads $TH \
+            --json /tmp/r/bpe-$c.json
+        [ "${EXTRA:-1}" = 1 ] || continue
+        echo "== BPE $c: gigatoken and lopt-ids at 1 and $TOP threads $(date -u +%T)"
+        bp --corpus $C/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 --methods gigatoken lopt-ids --threads 1 $TOP \
+            --json /tmp/r/bpe-extra-$c.json
+    done
+    for c in en1m zh1m; do
+        echo "== BERT $c $(date -u +%T)"
+        bp --corpus $C/$c.jsonl --tokenizers bert-base-cased --methods lopt --threads $TH --json /tmp/r/bert-$c.json
+        [ "${EXTRA:-1}" = 1 ] || continue
+        bp --corpus $C/$c.jsonl --tokenizers bert-base-cased --methods nanotoken lopt-ids --threads 1 $TOP \
+            --json /tmp/r/bert-extra-$c.json
+    done
+    [ "${DIRECT:-1}" = 1 ] && direct
+    echo "end $(date -u)"
+    tar czf "$OUT/results.tgz" -C /tmp/r .
+}
+
+verify_all() {
     local L=/tmp/d/lopt T=/tmp/d/shared/tokenizers C=/tmp/d/corpora
     echo "== exactness at $TOP threads (lopt verify, 2 docs of 1 MB each) $(date -u +%T)"
     for t in qwen3 llama3_1 deepseek_v3 bert-base-cased; do for c in en1m zh1m; do
@@ -74,21 +102,10 @@ run() {
             echo "verify $t $c threads=$TOP $chunk rc=$? $(tail -c 300 /tmp/r/verify.err)"
         done
     done; done
-    bp() { $PY scripts/bench_peers.py --docs $DOCS --rounds $ROUNDS --max-bytes 1000000 "$@"; }
-    for c in en1m zh1m; do
-        echo "== BPE $c: fastokens and lopt at $TH threads $(date -u +%T)"
-        bp --corpus $C/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 --methods fastokens lopt --threads $TH \
-            --json /tmp/r/bpe-$c.json
-        echo "== BPE $c: gigatoken and lopt-ids at 1 and $TOP threads $(date -u +%T)"
-        bp --corpus $C/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 --methods gigatoken lopt-ids --threads 1 $TOP \
-            --json /tmp/r/bpe-extra-$c.json
-    done
-    for c in en1m zh1m; do
-        echo "== BERT $c $(date -u +%T)"
-        bp --corpus $C/$c.jsonl --tokenizers bert-base-cased --methods lopt --threads $TH --json /tmp/r/bert-$c.json
-        bp --corpus $C/$c.jsonl --tokenizers bert-base-cased --methods nanotoken lopt-ids --threads 1 $TOP \
-            --json /tmp/r/bert-extra-$c.json
-    done
+}
+
+direct() {
+    local L=/tmp/d/lopt T=/tmp/d/shared/tokenizers C=/tmp/d/corpora
     echo "== lopt bench direct: cpu_seconds (work inflation) and chunk sizes at $TOP threads $(date -u +%T)"
     for r in $(seq 1 $ROUNDS); do
         for row in "qwen3 en1m" "llama3_1 en1m" "deepseek_v3 en1m" "deepseek_v3 zh1m" "qwen3 zh1m" \
@@ -100,8 +117,6 @@ run() {
             done
         done
     done
-    echo "end $(date -u)"
-    tar czf "$OUT/results.tgz" -C /tmp/r .
 }
 
 case "${1:-}" in
