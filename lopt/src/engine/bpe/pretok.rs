@@ -97,11 +97,22 @@ pub(crate) struct PreTokenizer {
     /// DeepSeek-V3 piece between two numbers, say). Tests set 0 to reach the block path on short
     /// strings.
     block_min: usize,
+    /// The stages are DeepSeek-V3's three, run in one pass by [`PreTokenizer::deepseek_fused`]
+    /// (tests clear it to compare with the stages run one after the other).
+    fused_deepseek: bool,
 }
 
 impl PreTokenizer {
     pub(crate) fn new(stages: Vec<Stage>) -> Self {
-        PreTokenizer { stages, kernel: Kernel::DEFAULT, block_min: BLOCK }
+        let fused_deepseek = matches!(stages.as_slice(), [Stage::Digits, Stage::CjkRun, Stage::DeepSeek]);
+        PreTokenizer { stages, kernel: Kernel::DEFAULT, block_min: BLOCK, fused_deepseek }
+    }
+
+    /// The same stages, run one after the other even where a fused scanner exists.
+    #[cfg(test)]
+    pub(crate) fn staged(mut self) -> Self {
+        self.fused_deepseek = false;
+        self
     }
 
     /// The same stages, scanned with `kernel` (tests compare both kernels in one build).
@@ -125,7 +136,77 @@ impl PreTokenizer {
             return;
         }
         let classes = Classes::get();
-        self.split_from(0, classes, text, 0, sink);
+        if self.fused_deepseek {
+            self.deepseek_fused(classes, text, sink);
+        } else {
+            self.split_from(0, classes, text, 0, sink);
+        }
+    }
+
+    /// DeepSeek-V3's three stages (`\p{N}{1,3}`, then [`CJK_RUN`], then [`DEEPSEEK`]) in one pass,
+    /// each character classified once instead of once per stage.
+    ///
+    /// Composed, the first two stages cut the text into segments: each `\p{N}{1,3}` group (the
+    /// first stage's matches), each maximal run of characters of the CJK ranges (none of which is
+    /// `\p{N}`, so such a run never straddles a first-stage cut) and each maximal run of the other
+    /// characters. The third stage leaves a digit group whole (none of its alternatives matches
+    /// inside a run of `\p{N}`) and splits each of the other segments as if it were the whole text.
+    /// A CJK run whose characters are all in `[\p{L}\p{M}]` is one piece under the third stage
+    /// (`[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+` takes all of it); every code point of
+    /// U+4E00..=U+9FA5 is `\p{Lo}`, so Chinese runs need one range test per character and no class
+    /// lookup. The unit tests check both facts on every code point and compare this scanner with
+    /// the three stages run one after the other and with Oniguruma.
+    fn deepseek_fused<S: Sink>(&self, c: Classes, text: &str, sink: &mut S) {
+        let s = text.as_bytes();
+        let n = s.len();
+        // Start of the segment of other characters not yet emitted.
+        let mut other = 0;
+        let mut i = 0;
+        loop {
+            // Only an ASCII digit or a multi-byte character can end a segment of other characters.
+            i = match self.kernel {
+                Kernel::Bulk => bits::non_digit_ascii_end(s, i),
+                Kernel::Scalar => skip_bytewise(s, i, |b| b < 0x80 && !b.is_ascii_digit()),
+            };
+            if i >= n {
+                break;
+            }
+            let (end, whole) = if s[i] < 0x80 {
+                (digit_group_end(c, s, i + 1), true)
+            } else {
+                let (end, letters) = deepseek_cjk_run(c, s, i);
+                if end > i {
+                    (end, letters)
+                } else {
+                    let (class, len) = c.at(s, i);
+                    if class != NUMBER {
+                        i += len;
+                        continue;
+                    }
+                    (digit_group_end(c, s, i + len), true)
+                }
+            };
+            if other < i {
+                self.deepseek_third(c, text, other, i, sink);
+            }
+            if whole {
+                sink.piece(i, end);
+            } else {
+                self.deepseek_third(c, text, i, end, sink);
+            }
+            i = end;
+            other = end;
+        }
+        if other < n {
+            self.deepseek_third(c, text, other, n, sink);
+        }
+    }
+
+    /// DeepSeek-V3's third stage on the segment `start..end` of `text`.
+    #[inline(always)]
+    fn deepseek_third<S: Sink>(&self, c: Classes, text: &str, start: usize, end: usize, sink: &mut S) {
+        let seg = text.get(start..end).unwrap_or_default();
+        deepseek_pieces(c, self.kernel, self.blocks(seg), seg, start, sink);
     }
 
     /// Whether the block scanners run on `text` (see [`scan_blocks`]).
@@ -205,9 +286,7 @@ fn stage_pieces<S: Sink>(
             scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, &mut l, s, i, max))
         }
         Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, &mut l, s, i)),
-        Stage::DeepSeek => {
-            scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<0>, |s, i| deepseek_at(c, &mut l, s, i))
-        }
+        Stage::DeepSeek => deepseek_pieces(c, kernel, blocks, text, base, sink),
         Stage::Gpt2 => {
             scan_blocks(bytes, base, sink, kernel, blocks, gpt2_block_starts, |s, i| gpt2_at(c, &mut l, s, i))
         }
@@ -250,6 +329,14 @@ fn stage_pieces<S: Sink>(
             }
         }
     }
+}
+
+/// The pieces of DeepSeek-V3's third stage over `text`, reported shifted by `base`.
+#[inline(always)]
+fn deepseek_pieces<S: Sink>(c: Classes, kernel: Kernel, blocks: bool, text: &str, base: usize, sink: &mut S) {
+    let bytes = text.as_bytes();
+    let mut l = Letters::new(bytes, kernel);
+    scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<0>, |s, i| deepseek_at(c, &mut l, s, i))
 }
 
 /// The `Isolated` find-iterate loop: matches and the gaps between them become pieces
@@ -882,36 +969,54 @@ fn deepseek_at(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<us
 #[inline(always)]
 fn digits_at(c: Classes, s: &[u8], i: usize) -> Option<usize> {
     let (class, len) = c.at(s, i);
-    if class != NUMBER {
-        return None;
-    }
-    let mut j = i + len;
+    (class == NUMBER).then(|| digit_group_end(c, s, i + len))
+}
+
+/// End of `\p{N}{1,3}` whose first character ends at `j`.
+#[inline(always)]
+fn digit_group_end(c: Classes, s: &[u8], mut j: usize) -> usize {
     for _ in 1..3 {
         match class_at(c, s, j) {
             Some((NUMBER, l)) => j += l,
             _ => break,
         }
     }
-    Some(j)
+    j
 }
 
+/// The code point of the character at `j` when it is one of [`CJK_RUN`]'s (U+4E00..=U+9FA5,
+/// U+3040..=U+30FF: 3-byte characters led by 0xe3..=0xe9).
 #[inline(always)]
-fn is_deepseek_cjk(s: &[u8], i: usize) -> Option<usize> {
-    // All three ranges are 3-byte characters starting with 0xe3..=0xe9.
-    if !(0xe3..=0xe9).contains(&s[i]) || i + 3 > s.len() {
+fn deepseek_cjk_at(s: &[u8], j: usize) -> Option<u32> {
+    let &[b0, b1, b2] = s.get(j..j + 3)? else { return None };
+    if !(0xe3..=0xe9).contains(&b0) {
         return None;
     }
-    let (cp, len) = super::unicode::decode(s, i);
-    matches!(cp, 0x4e00..=0x9fa5 | 0x3040..=0x309f | 0x30a0..=0x30ff).then_some(len)
+    let cp = (u32::from(b0 & 0x0f) << 12) | (u32::from(b1 & 0x3f) << 6) | u32::from(b2 & 0x3f);
+    matches!(cp, 0x4e00..=0x9fa5 | 0x3040..=0x30ff).then_some(cp)
 }
 
+/// End of the run of [`CJK_RUN`]'s characters from `i` (`i` itself when none starts there), and
+/// whether all of them are in `[\p{L}\p{M}]`. The Chinese range U+4E00..=U+9FA5 is all `\p{Lo}`
+/// (see [`PreTokenizer::deepseek_fused`]); only kana are looked up.
+#[inline(always)]
+fn deepseek_cjk_run(c: Classes, s: &[u8], i: usize) -> (usize, bool) {
+    let mut j = i;
+    let mut letters = true;
+    while let Some(cp) = deepseek_cjk_at(s, j) {
+        if cp < 0x4e00 {
+            letters &= in_set(c.at(s, j).0, S_LM);
+        }
+        j += 3;
+    }
+    (j, letters)
+}
+
+/// [`CJK_RUN`]'s match at `i`, for the stages run one after the other.
 fn cjk_run_at(s: &[u8], i: usize) -> Option<usize> {
     let mut j = i;
-    while j < s.len() {
-        match is_deepseek_cjk(s, j) {
-            Some(len) => j += len,
-            None => break,
-        }
+    while deepseek_cjk_at(s, j).is_some() {
+        j += 3;
     }
     (j > i).then_some(j)
 }
@@ -936,6 +1041,12 @@ mod tests {
     /// Every scanner, with the bulk kernel (its block path on texts of any length) and with its
     /// scalar twin, against Oniguruma.
     fn check(text: &str) {
+        check_scanners(text);
+        check_deepseek(text);
+    }
+
+    /// [`check`] without DeepSeek-V3's stages composed.
+    fn check_scanners(text: &str) {
         for pattern in ALL {
             let want = oracle(pattern, text);
             for kernel in [Kernel::Bulk, Kernel::Scalar] {
@@ -945,6 +1056,112 @@ mod tests {
                 let pt = PreTokenizer::new(vec![stage]).with_kernel(kernel).with_block_min(0);
                 assert_eq!(pieces(&pt, text), want, "{name} ({kernel:?}) on {text:?}");
             }
+        }
+    }
+
+    /// DeepSeek-V3's three stages: the fused scanner (both kernels, with the block path forced and
+    /// with the engine's gate) and the stages run one after the other, against Oniguruma running
+    /// all three.
+    fn check_deepseek(text: &str) {
+        let onig = |pattern| Stage::Onig(onig::Regex::new(pattern).unwrap());
+        let want = pieces(&PreTokenizer::new(vec![onig(DIGITS), onig(CJK_RUN), onig(DEEPSEEK)]), text);
+        let stages = || vec![Stage::Digits, Stage::CjkRun, Stage::DeepSeek];
+        for kernel in [Kernel::Bulk, Kernel::Scalar] {
+            let fused = PreTokenizer::new(stages()).with_kernel(kernel);
+            assert!(fused.fused_deepseek);
+            assert_eq!(pieces(&fused, text), want, "fused ({kernel:?}) on {text:?}");
+            assert_eq!(pieces(&fused.with_block_min(0), text), want, "fused, blocks ({kernel:?}) on {text:?}");
+            let staged = PreTokenizer::new(stages()).with_kernel(kernel).with_block_min(0).staged();
+            assert_eq!(pieces(&staged, text), want, "staged ({kernel:?}) on {text:?}");
+        }
+    }
+
+    /// What the fused DeepSeek-V3 scanner relies on: U+4E00..=U+9FA5 is all `\p{Lo}`, and no
+    /// character of [`CJK_RUN`]'s ranges is `\p{N}` (`classes_match_oniguruma` ties the classes to
+    /// Oniguruma's).
+    #[test]
+    fn deepseek_cjk_ranges() {
+        use crate::engine::bpe::unicode::{class_of, LO};
+        for cp in (0x3040..=0x30ff).chain(0x4e00..=0x9fa5) {
+            let ch = char::from_u32(cp).unwrap();
+            let mut buf = [0u8; 4];
+            assert_eq!(deepseek_cjk_at(ch.encode_utf8(&mut buf).as_bytes(), 0), Some(cp));
+            assert_ne!(class_of(ch), NUMBER, "U+{cp:04X}");
+            if cp >= 0x4e00 {
+                assert_eq!(class_of(ch), LO, "U+{cp:04X}");
+            }
+        }
+        for ch in ['\u{303f}', '\u{3100}', '\u{4dff}', '\u{9fa6}', 'a', '\u{e3}', '\u{10000}'] {
+            let mut buf = [0u8; 4];
+            assert_eq!(deepseek_cjk_at(ch.encode_utf8(&mut buf).as_bytes(), 0), None, "{ch:?}");
+        }
+    }
+
+    /// DeepSeek-V3's stages on mixtures of CJK runs (Chinese, kana with their marks, symbols and
+    /// punctuation, characters just outside the ranges), digits of every kind, punctuation and
+    /// white space: where the fused scanner's segments start and end.
+    #[test]
+    fn random_cjk_against_oniguruma() {
+        let pool: Vec<&str> = vec![
+            "中",
+            "文",
+            "龥",
+            "一",
+            "丁",
+            "あ",
+            "カ",
+            "\u{3099}",
+            "\u{309b}",
+            "ゝ",
+            "ー",
+            "・",
+            "゠",
+            "ヿ",
+            "\u{3040}",
+            "\u{3097}",
+            "㐀",
+            "\u{9fa6}",
+            "〇",
+            "，",
+            "。",
+            "「",
+            "」",
+            "（",
+            "、",
+            "0",
+            "1",
+            "9",
+            "٣",
+            "Ⅳ",
+            "½",
+            "１",
+            " ",
+            "  ",
+            "\n",
+            "\r\n",
+            "\t",
+            "\u{3000}",
+            "a",
+            "Z",
+            "abc",
+            ".",
+            ",",
+            "!",
+            "-",
+            "'",
+            "(",
+            "é",
+            "\u{301}",
+            "한",
+            "中文字",
+            "12345",
+        ];
+        let mut state = 0x6a09_e667_f3bc_c908u64;
+        let mut next = || crate::engine::xorshift(&mut state);
+        for _ in 0..3_000 {
+            let len = (next() % 24) as usize;
+            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
+            check_deepseek(&text);
         }
     }
 
@@ -960,6 +1177,7 @@ mod tests {
             "'S 'll 'LL 'Re I'M it's don'T 'x '",
             "HelloWorld HELLOworld helloWORLD ABC abc DŽungla ǅx",
             "中文字符，日本語のテキスト、カタカナ。한국어",
+            "2024年1月1日，我们在東京（とうきょう）見た。abc中文def ,中 .中 1中2 中1 ゛ガ ヴ\u{3099}゠・ー12345中",
             "❤️ 👨‍👩‍👧 🇫🇷",
             "\x0b\x0c \u{85}\u{a0}\u{2028}\u{3000}x",
             "e\u{301}  \u{301}a \u{301}\u{302}",
@@ -1053,10 +1271,16 @@ mod tests {
             .collect();
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = || crate::engine::xorshift(&mut state);
-        for _ in 0..20_000 {
+        for k in 0..20_000 {
             let len = (next() % 12) as usize;
             let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
-            check(&text);
+            // DeepSeek-V3's composed stages on one string in four: `random_cjk_against_oniguruma`
+            // covers them, and the suite's time is precious.
+            if k % 4 == 0 {
+                check(&text);
+            } else {
+                check_scanners(&text);
+            }
         }
     }
 }
