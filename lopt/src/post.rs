@@ -188,10 +188,16 @@ impl Finisher {
     /// when [`finishes_ids`](Self::finishes_ids) holds (else the text is returned unprocessed).
     pub(crate) fn finish_ids(&self, mut segments: Vec<Vec<u32>>, settings: Settings<'_>) -> Vec<u32> {
         let prefix = self.layout_ids(settings).0;
-        if segments.len() == 1 && prefix.is_empty() {
-            // The common short text: its one vector becomes the result, nothing is copied.
+        if segments.len() == 1 {
+            // A text of one segment (every text on one thread): its one vector becomes the
+            // result, the template's opening tokens put in front in place (the engines reserve
+            // more rows than a text has tokens, so there is room), nothing copied to a new one.
             let mut ids = segments.pop().unwrap_or_default();
+            if !prefix.is_empty() {
+                ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
+            }
             self.close_ids(&mut ids, settings);
+            ids.shrink_to_fit();
             return ids;
         }
         let slices: Vec<&[u32]> = segments.iter().map(Vec::as_slice).collect();
