@@ -49,12 +49,6 @@ impl Out {
         out
     }
 
-    /// Whether offsets and word ids are written.
-    #[inline(always)]
-    pub(crate) fn full(&self) -> bool {
-        self.full
-    }
-
     /// Makes room for `additional` more rows in every written column.
     #[cold]
     #[inline(never)]
@@ -112,6 +106,26 @@ impl Out {
                 self.offsets.as_mut_ptr().add(at).write(offsets);
                 self.word_ids.as_mut_ptr().add(at).write(word);
             }
+        }
+        self.len = at + 1;
+    }
+
+    /// Appends one token's id alone: the ids-only mode's row. Should the columns be full, the
+    /// row gets empty offsets and word 0, so that every written column stays initialized.
+    #[inline(always)]
+    pub(crate) fn id(&mut self, id: u32) {
+        if self.full {
+            self.row(id, (0, 0), 0);
+            return;
+        }
+        if self.len >= self.cap {
+            self.reserve(self.len.max(64));
+        }
+        let at = self.len;
+        // SAFETY: `at < cap`, checked above, and `cap` is at most the capacity of `ids` (set by
+        // `reserve`, the only place capacities change), the only column written without `full`.
+        unsafe {
+            self.ids.as_mut_ptr().add(at).write(id);
         }
         self.len = at + 1;
     }

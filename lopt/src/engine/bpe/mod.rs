@@ -304,8 +304,10 @@ impl Text<'_> {
     }
 }
 
-/// The state of one `encode_segment` call.
-struct Run<'a> {
+/// The state of one `encode_segment` call; with `FULL` the offset and word-id columns are
+/// written, without it (ids-only mode) nothing but the ids is computed: no word count, no
+/// offsets (monomorphized, so the per-word loop carries no test of the mode).
+struct Run<'a, const FULL: bool> {
     engine: &'a BpeEngine,
     /// The segment's columns, written one row per token (offsets and word ids only when full).
     out: Out,
@@ -319,13 +321,13 @@ struct Run<'a> {
 }
 
 /// The pre-tokens of a piece of `text` that starts at `base`, into the run.
-struct Words<'r, 'a, 't> {
-    run: &'r mut Run<'a>,
+struct Words<'r, 'a, 't, const FULL: bool> {
+    run: &'r mut Run<'a, FULL>,
     text: Text<'t>,
     base: usize,
 }
 
-impl pretok::Sink for Words<'_, '_, '_> {
+impl<const FULL: bool> pretok::Sink for Words<'_, '_, '_, FULL> {
     #[inline(always)]
     fn piece(&mut self, start: usize, end: usize) {
         self.run.word(self.text, self.base + start, self.base + end);
@@ -333,12 +335,25 @@ impl pretok::Sink for Words<'_, '_, '_> {
 }
 
 /// Appends the tokens `(id, end within the word)` of the word at `start` in `text`; `splits`:
-/// some token ends inside a character (only then are identity offsets widened). Without full
-/// output only the ids are written (ids-only mode: the other columns stay empty).
+/// some token ends inside a character (only then are identity offsets widened). Without `FULL`
+/// only the ids are written (ids-only mode: the other columns stay empty).
 #[inline(always)]
-fn push_tokens(out: &mut Out, text: Text<'_>, start: usize, tokens: &[(u32, u32)], splits: bool, word: u32) {
+fn push_tokens<const FULL: bool>(
+    out: &mut Out,
+    text: Text<'_>,
+    start: usize,
+    tokens: &[(u32, u32)],
+    splits: bool,
+    word: u32,
+) {
+    if !FULL {
+        for &(id, _) in tokens {
+            out.id(id);
+        }
+        return;
+    }
     let mut pos = start;
-    if !out.full() || (text.aligned.is_none() && !splits) {
+    if text.aligned.is_none() && !splits {
         for &(id, end) in tokens {
             let end = start + end as usize;
             out.row(id, (pos, end), word);
@@ -353,20 +368,28 @@ fn push_tokens(out: &mut Out, text: Text<'_>, start: usize, tokens: &[(u32, u32)
     }
 }
 
-/// Appends the tokens of a cached word `start..end` (only its ids without full output).
+/// Appends the tokens of a cached word `start..end` (only its ids without `FULL`).
 #[inline(always)]
-fn push_hit(out: &mut Out, text: Text<'_>, (start, end): (usize, usize), hit: Hit<'_>, splits: bool, word: u32) {
+fn push_hit<const FULL: bool>(
+    out: &mut Out,
+    text: Text<'_>,
+    (start, end): (usize, usize),
+    hit: Hit<'_>,
+    splits: bool,
+    word: u32,
+) {
     match hit {
+        Hit::One(id) if !FULL => out.id(id),
         Hit::One(id) => {
             // One token covers the word, whose ends are character boundaries.
-            let offsets = if text.aligned.is_none() || !out.full() { (start, end) } else { text.original(start, end) };
+            let offsets = if text.aligned.is_none() { (start, end) } else { text.original(start, end) };
             out.row(id, offsets, word);
         }
-        Hit::Many(tokens) => push_tokens(out, text, start, tokens, splits, word),
+        Hit::Many(tokens) => push_tokens::<FULL>(out, text, start, tokens, splits, word),
     }
 }
 
-impl Run<'_> {
+impl<const FULL: bool> Run<'_, FULL> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
         let word = self.out.words;
         self.out.row(id, offsets, word);
@@ -392,18 +415,21 @@ impl Run<'_> {
     fn word(&mut self, text: Text<'_>, start: usize, end: usize) {
         let all = text.str.as_bytes();
         let len = end - start;
+        // Only the full mode reports the number of words (and word ids).
         let word = self.out.words;
-        self.out.words += 1;
+        if FULL {
+            self.out.words += 1;
+        }
         // One compare for the short words that make most of a text; the slice of the word is
         // made only where it is read (a hit on a short word needs only its packed key).
         if len > cache::SEED_MAX_LEN && (len > cache::MAX_LEN || is_long_cjk(&all[start..end])) {
             self.merge(&all[start..end]);
-            push_tokens(&mut self.out, text, start, &self.tokens, true, word);
+            push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
             return;
         }
         let key = cache::key(all, start, end);
         if let Some((hit, splits)) = self.cache.get_at(key, all, start, end) {
-            push_hit(&mut self.out, text, (start, end), hit, splits, word);
+            push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         let bytes = &all[start..end];
@@ -417,12 +443,12 @@ impl Run<'_> {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, len as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
             }
-            push_hit(&mut self.out, text, (start, end), hit, splits, word);
+            push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         self.merge(bytes);
         self.cache.insert(key, bytes, &self.tokens);
-        push_tokens(&mut self.out, text, start, &self.tokens, true, word);
+        push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
     }
 
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
@@ -571,18 +597,18 @@ impl Engine for BpeEngine {
     }
 
     fn encode_segment(&self, segment: &str) -> Result<Segment> {
-        Ok(self.encode(segment, true))
+        Ok(self.encode::<true>(segment))
     }
 
     fn encode_ids(&self, segment: &str, _continuation: bool) -> Result<Vec<u32>> {
-        Ok(self.encode(segment, false).ids)
+        Ok(self.encode::<false>(segment).ids)
     }
 }
 
 impl BpeEngine {
-    /// Encodes a segment; without `full`, only its ids (the offset and word-id columns, a third
-    /// of the engine's writes, stay empty).
-    fn encode(&self, segment: &str, full: bool) -> Segment {
+    /// Encodes a segment; without `FULL`, only its ids (the offset and word-id columns, a third
+    /// of the engine's writes, stay empty, and the word count is not kept).
+    fn encode<const FULL: bool>(&self, segment: &str) -> Segment {
         let mut pieces: Vec<(Option<u32>, usize, usize)> = Vec::new();
         self.added.split_raw(segment, &mut |id, s, e| pieces.push((id, s, e)));
         // Ranges that the normalizer changes, normalized up front so that the cache can borrow
@@ -610,9 +636,9 @@ impl BpeEngine {
         // near 2, and a column that outgrows its reservation is copied whole (on such a 1 MB
         // document that copy was a third of the engine's L2 misses); pages not written are
         // never touched.
-        let mut run = Run {
+        let mut run = Run::<FULL> {
             engine: self,
-            out: Out::with_capacity(segment.len() / 2, full),
+            out: Out::with_capacity(segment.len() / 2, FULL),
             scratch: Scratch::with_memo(memo),
             cache,
             ids: Vec::new(),
