@@ -7,6 +7,18 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+// The `lopt` command's allocator settings, compiled here from the command's own source (one copy
+// of the code): the runners call [`keep_freed_memory`] first, so that what they time is what
+// `lopt` runs (glibc's default trimming made fresh-document timings fault the heap in again).
+#[path = "../../lopt-cli/src/alloc.rs"]
+mod alloc;
+
+/// Applies the `lopt` command's allocator settings (`lopt-cli/src/alloc.rs`); call it first in
+/// `main`, before any thread starts.
+pub fn keep_freed_memory() {
+    alloc::keep_freed_memory();
+}
+
 /// The `text` fields of the first `max_docs` lines of a JSONL corpus, each cut to `max_bytes`.
 ///
 /// # Errors

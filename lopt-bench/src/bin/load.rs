@@ -49,6 +49,7 @@ struct Args {
 const METHODS: [&str; 3] = ["HF from_file", "lopt (seed sync)", "lopt (seed off)"];
 
 fn main() -> anyhow::Result<()> {
+    lopt_bench::keep_freed_memory();
     let args = Args::parse();
     if let Some(corpus) = &args.first_encode {
         return first_encode(&args, corpus);

@@ -333,6 +333,7 @@ fn report(title: &str, t: &Timings, rows: &[usize]) {
 }
 
 fn main() -> anyhow::Result<()> {
+    lopt_bench::keep_freed_memory();
     let args = Args::parse();
     let path = lopt_tests::fixture(&args.tokenizer).with_context(|| format!("no fixture {}", args.tokenizer))?;
     let t = template(&args.tokenizer)?;

@@ -69,6 +69,7 @@ fn minor_faults() -> u64 {
 }
 
 fn main() -> anyhow::Result<()> {
+    lopt_bench::keep_freed_memory();
     let begun = Instant::now();
     let args = Args::parse();
     let docs = load_docs(&args.corpus, args.docs + 1, args.max_bytes)?;
