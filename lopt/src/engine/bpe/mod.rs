@@ -162,20 +162,19 @@ impl BpeEngine {
     }
 }
 
-/// Builds the model's seeded cache into `seed`, and its long-word search (so that the first long
-/// pre-token does not wait for it): side by side on `pool` when there is one (the search, 0.1 s
-/// for a 150K vocabulary, is as long as the seed's merges), else one after the other.
+/// Builds the model's long-word search (so that the first long pre-token does not wait for it)
+/// and then its seeded cache into `seed`: the search's histories say which vocabulary entries
+/// merge to themselves, and the seed takes those without merging them (most of its work). On
+/// `pool` when there is one, the cut table beside the search.
 fn seed_and_search(model: &BpeModel, seed: &OnceLock<SeedCache>, pool: Option<&Arc<rayon::ThreadPool>>) {
-    let build = || {
-        let _ = seed.set(model.seed_cache());
-    };
     match pool {
-        Some(pool) => {
-            pool.install(|| rayon::join(build, || model.long_search()));
-        }
+        Some(pool) => pool.install(|| {
+            rayon::join(|| model.long_search(), || model.cuts());
+            let _ = seed.set(model.seed_cache());
+        }),
         None => {
-            build();
             model.long_search();
+            let _ = seed.set(model.seed_cache());
         }
     }
 }
@@ -183,7 +182,8 @@ fn seed_and_search(model: &BpeModel, seed: &OnceLock<SeedCache>, pool: Option<&A
 /// [`seed_and_search`] behind the encodes, on the background seed's own thread: the seed's
 /// merges on `pool` in slices that an encode handed to the pool goes ahead of
 /// ([`BpeModel::seed_cache_yielding`]); the long-word search and the cut table (single tasks of
-/// 20-100 ms that would hold a pool thread) on a second thread; both threads at the lowest
+/// 20-100 ms that would hold a pool thread) on a second thread (the seed's slices that start
+/// after the search is there skip the entries that merge to themselves); both threads at the lowest
 /// scheduling priority, so that on a machine with no core to spare the encodes' threads run
 /// first. An encode that needs the search while it is being built waits for it (and leaves its
 /// core to it), as it would wait to build it itself.
