@@ -150,6 +150,12 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 }
 
 impl WordCache {
+    /// Whether no word was ever inserted.
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
+        self.map.is_none()
+    }
+
     fn map(&mut self) -> &mut U64Map {
         self.map.get_or_insert_with(|| U64Map::with_capacity(4096))
     }
