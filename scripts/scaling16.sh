@@ -5,6 +5,9 @@
 #                                  # of >= 1 MB (cut to 1 MB) into dev8/, and the peers' wheels
 #                                  # (cp312, manylinux) into .whl/ (both git-ignored via
 #                                  # .git/info/exclude; ~24 MB)
+#   scripts/scaling16.sh ab        # there: a newer build (dev8/lopt) against an older one
+#                                  # (dev8/lopt-base), alternating, `lopt bench` at TH threads, and
+#                                  # fastokens at TH threads (bench_peers); ~3 minutes
 #   scripts/scaling16.sh run       # there (repo root, OUT=results folder): verify at 16 threads,
 #                                  # bench_peers at 1/2/4/8/16 threads, lopt bench cpu_seconds and
 #                                  # chunk sizes; ~7 minutes on a quiet 16-core machine
@@ -119,8 +122,43 @@ direct() {
     done
 }
 
+ab() {
+    mkdir -p "$OUT" /tmp/r
+    exec > >(tee "$OUT/log.txt") 2>&1
+    echo "start $(date -u)"; nproc; lscpu | grep -E "Model name|^CPU\(s\)"
+    mkdir -p /tmp/d && tar xJf "$D/data.tar.xz" -C /tmp/d
+    if [ -z "${DRY:-}" ]; then
+        $PY -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+            && export PYTHONPATH=/tmp/site
+    fi
+    export LOPT_SHARED=/tmp/d/shared PYTHONUNBUFFERED=1
+    local T=/tmp/d/shared/tokenizers C=/tmp/d/corpora
+    "$D/lopt" --version
+    echo "== lopt new vs base, lopt bench --seed-cache sync, at $TH threads $(date -u +%T)"
+    for r in $(seq 1 $ROUNDS); do
+        local bins="$D/lopt-base $D/lopt"
+        [ $((r % 2)) = 0 ] && bins="$D/lopt $D/lopt-base"
+        for row in "qwen3 en1m" "llama3_1 en1m" "deepseek_v3 en1m" "qwen3 zh1m" "llama3_1 zh1m" "deepseek_v3 zh1m" \
+                   "bert-base-cased en1m" "bert-base-cased zh1m"; do
+            set -- $row
+            for th in $TH; do for b in $bins; do
+                o=$($b bench --tokenizer $T/$1/tokenizer.json --seed-cache sync --threads $th $C/$2.jsonl 2>&1 | tail -1)
+                echo "ab round=$r bin=$(basename $b) tok=$1 corpus=$2 threads=$th $o"
+            done; done
+        done
+    done
+    for c in en1m zh1m; do
+        echo "== fastokens ($c) at $TH threads (FASTOKENS_BPE_THREADS) $(date -u +%T)"
+        $PY scripts/bench_peers.py --docs $DOCS --rounds $ROUNDS --max-bytes 1000000 --corpus $C/$c.jsonl \
+            --tokenizers qwen3 llama3_1 deepseek_v3 --methods fastokens --threads $TH --json /tmp/r/fastokens-$c.json
+    done
+    echo "end $(date -u)"
+    tar czf "$OUT/results.tgz" -C /tmp/r .
+}
+
 case "${1:-}" in
     prepare) prepare ;;
     run) run ;;
-    *) echo "usage: $0 prepare|run" >&2; exit 2 ;;
+    ab) ab ;;
+    *) echo "usage: $0 prepare|run|ab" >&2; exit 2 ;;
 esac
