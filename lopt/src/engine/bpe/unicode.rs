@@ -173,6 +173,11 @@ impl Classes {
             return (self.table.ascii[usize::from(b)], 1);
         }
         if b & 0xf0 == 0xe0 {
+            // Lead bytes 0xe5..=0xe8: U+5000..=U+8FFF, CJK ideographs, all `\p{Lo}` (the test
+            // `at_is_class_of` checks every code point): most of Chinese text, no table load.
+            if b.wrapping_sub(0xe5) < 4 {
+                return (LO, 3);
+            }
             // A 3-byte character: its block of 64 code points is `(b & 0x0f) << 6 | (s[i + 1] &
             // 0x3f)`; when the block has one class the third byte is not needed.
             let block = usize::from(b & 0x0f) << 6 | usize::from(s[i + 1] & 0x3f);
@@ -493,8 +498,8 @@ mod tests {
         }
     }
 
-    /// `Classes::at` (with its shortcut for 3-byte characters in one-class blocks) gives every
-    /// code point's class, at every position of a text.
+    /// `Classes::at` (with its shortcuts for CJK ideographs and for 3-byte characters in one-class
+    /// blocks) gives every code point's class, at every position of a text.
     #[test]
     fn at_is_class_of() {
         let c = Classes::get();
