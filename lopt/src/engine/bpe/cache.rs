@@ -197,8 +197,11 @@ impl WordCache {
     /// `(id, end)`, unless the [`Doorkeeper`] finds that such words rarely come back and this one
     /// was not offered before.
     pub(crate) fn insert(&mut self, key: u64, word: &[u8], tokens: &[(u32, u32)]) {
-        if !self.door.admits(key) || tokens.len() > usize::from(u8::MAX) {
+        if tokens.len() > usize::from(u8::MAX) {
             // The count would not fit its 8 bits (no word of `MAX_LEN` bytes has that many).
+            return;
+        }
+        if !self.door.admits(key) {
             return;
         }
         let len = self.map.as_ref().map_or(0, U64Map::len);

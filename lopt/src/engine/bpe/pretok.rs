@@ -1039,6 +1039,7 @@ fn cjk_run_at(s: &[u8], i: usize) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::random_word;
 
     fn pieces(pt: &PreTokenizer, text: &str) -> Vec<String> {
         let mut out = Vec::new();
@@ -1088,6 +1089,20 @@ mod tests {
             assert_eq!(pieces(&fused.with_block_min(0), text), want, "fused, blocks ({kernel:?}) on {text:?}");
             let staged = PreTokenizer::new(stages()).with_kernel(kernel).with_block_min(0).staged();
             assert_eq!(pieces(&staged, text), want, "staged ({kernel:?}) on {text:?}");
+        }
+    }
+
+    /// `count` random strings of fewer than `max_len` pieces of `pool` ([`random_word`], seeded
+    /// with `seed`), each handed to `f` with its number.
+    fn random_texts<T: Copy>(seed: u64, pool: &[T], count: usize, max_len: u64, mut f: impl FnMut(usize, &str))
+    where
+        String: FromIterator<T>,
+    {
+        let mut state = seed;
+        for k in 0..count {
+            let len = (crate::engine::xorshift(&mut state) % max_len) as usize;
+            let text: String = random_word(&mut state, pool, len).into_iter().collect();
+            f(k, &text);
         }
     }
 
@@ -1171,13 +1186,7 @@ mod tests {
             "中文字",
             "12345",
         ];
-        let mut state = 0x6a09_e667_f3bc_c908u64;
-        let mut next = || crate::engine::xorshift(&mut state);
-        for _ in 0..3_000 {
-            let len = (next() % 24) as usize;
-            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
-            check_deepseek(&text);
-        }
+        random_texts(0x6a09_e667_f3bc_c908, &pool, 3_000, 24, |_, text| check_deepseek(text));
     }
 
     #[test]
@@ -1251,13 +1260,7 @@ mod tests {
             "abcdefghijklmnopqrstuvwxyzABCXYZabcdefghijklmnopqrstuvwxyz     '\n\r.,-1é中ſ\u{301}ǅ٣\u{a0}"
                 .chars()
                 .collect();
-        let mut state = 0x1234_5678_9abc_def1u64;
-        let mut next = || crate::engine::xorshift(&mut state);
-        for _ in 0..1_500 {
-            let len = (next() % 300) as usize;
-            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
-            check(&text);
-        }
+        random_texts(0x1234_5678_9abc_def1, &pool, 1_500, 300, |_, text| check(text));
     }
 
     /// The block scanners' cases: long mostly-ASCII strings over letters, digit runs, punctuation
@@ -1269,13 +1272,7 @@ mod tests {
             "a", "b", "Z", "q", "y", " ", " ", " ", " ", "0", "7", "9", ".", ",", "(", "-", "/", "!", "  ", "'", "\n",
             "\t", "é", "\u{a0}", "ab", "The", " of", "123", "'s",
         ];
-        let mut state = 0x3c6e_f372_fe94_f82bu64;
-        let mut next = || crate::engine::xorshift(&mut state);
-        for _ in 0..600 {
-            let len = (next() % 120) as usize;
-            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
-            check(&text);
-        }
+        random_texts(0x3c6e_f372_fe94_f82b, &pool, 600, 120, |_, text| check(text));
     }
 
     /// Random strings over a pool holding characters of every class the patterns distinguish.
@@ -1284,18 +1281,14 @@ mod tests {
         let pool: Vec<char> = "aZ'sStTrReEvVmMlLdD \t\n\r\x0b\x0c.,!/-_0123456789中文日本カタナ한ſ\u{85}\u{a0}\u{2028}\u{3000}\u{301}\u{94c}ʰǅ٣Ⅳ½²€©❤️\u{200d}\u{0}é"
             .chars()
             .collect();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || crate::engine::xorshift(&mut state);
-        for k in 0..20_000 {
-            let len = (next() % 12) as usize;
-            let text: String = (0..len).map(|_| pool[(next() % pool.len() as u64) as usize]).collect();
+        random_texts(0x2545_f491_4f6c_dd1d, &pool, 20_000, 12, |k, text| {
             // DeepSeek-V3's composed stages on one string in four: `random_cjk_against_oniguruma`
             // covers them, and the suite's time is precious.
             if k % 4 == 0 {
-                check(&text);
+                check(text);
             } else {
-                check_scanners(&text);
+                check_scanners(text);
             }
-        }
+        });
     }
 }
