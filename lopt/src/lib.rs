@@ -45,6 +45,7 @@ mod size;
 mod spelling;
 mod split;
 mod tokenizer;
+pub mod trace;
 
 pub use encoding::{Difference, Encoding};
 pub use engine::EngineKind;

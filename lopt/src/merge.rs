@@ -17,6 +17,7 @@ use rayon::prelude::*;
 
 use crate::encoding::{Encoding, Tokens, Vocab};
 use crate::engine::Segment;
+use crate::trace;
 
 /// The first `len` tokens of a segment that starts at byte `start` of a text, holding `words` of
 /// its pre-tokens: how a cached prefix is handed to [`crate::post::Finisher::finish_runs`].
@@ -180,10 +181,12 @@ pub(crate) fn assemble(
     if segments.iter().all(|s| s.tokens.len() == s.ids.len()) && text_tokens > 0 {
         let mut all = Vec::with_capacity(encoding.ids.len());
         all.extend(layout.prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        all.extend(segments.into_iter().flat_map(|s| s.tokens));
+        all.extend(segments.iter_mut().flat_map(|s| std::mem::take(&mut s.tokens)));
         all.extend(layout.suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
         encoding.tokens = Tokens::Owned(all);
     }
+    let _free = trace::span("free", 0);
+    drop(segments);
     encoding
 }
 
@@ -270,7 +273,9 @@ pub(crate) fn assemble_parts(
     let n = prefix + text_tokens + suffix;
     // The columns are written once each, without zeroing them first: zeroing megabytes on the
     // calling thread (and taking its page faults there) cost as much as the parallel part.
+    let allocating = trace::span("alloc", n);
     let mut columns = Columns::with_capacity(n);
+    drop(allocating);
     let (mut head, rest) = columns.spare().split_at(prefix);
     let (mut text, mut tail) = rest.split_at(text_tokens);
     for (i, &(id, type_id)) in layout.prefix.iter().enumerate() {
@@ -289,7 +294,11 @@ pub(crate) fn assemble_parts(
         jobs.push((part, first_token, here));
         first_token += len;
     }
-    let fill = |(part, first_token, out): (&Part<'_>, usize, Slots<'_>)| out.fill(part, first_token, layout);
+    let fill = |(part, first_token, out): (&Part<'_>, usize, Slots<'_>)| {
+        let _copy = trace::span("copy", part.ids.len());
+        out.fill(part, first_token, layout)
+    };
+    let filling = trace::span("fill", 0);
     // One part (a short text) is written on the calling thread: handing it to a pool thread
     // and waiting for it costs more than the copy.
     match pool {
@@ -297,6 +306,7 @@ pub(crate) fn assemble_parts(
         Some(pool) => pool.install(|| jobs.into_par_iter().for_each(fill)),
         None => jobs.into_par_iter().for_each(fill),
     }
+    drop(filling);
     // SAFETY: `head`, the parts' slices and `tail` partition the `n` spare slots of every
     // column, and each slot of each was written above (`Slots::fill` writes every slot of its
     // window, whatever the part's column lengths).

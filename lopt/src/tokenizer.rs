@@ -24,6 +24,7 @@ use crate::post::{pad, pad_ids, Finisher};
 use crate::prefix::{CachedRun, PrefixCache, PrefixCacheStats};
 use crate::spelling::canonicalize;
 use crate::split::{nearest_safe_cut, plan};
+use crate::trace;
 
 /// Texts shorter than this many bytes are encoded in one piece by default with a native engine:
 /// below it, handing chunks to threads costs more than it saves (crossover measured between 8 and
@@ -657,7 +658,10 @@ impl Tokenizer {
         encode: impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync,
         finish: impl FnOnce(&[usize], Vec<P>) -> Result<T> + Send,
     ) -> Result<T> {
+        let _call = trace::span("call", text.len());
+        let planning = trace::span("plan", 0);
         let cuts = self.cut_points(text);
+        drop(planning);
         if cuts.is_empty() {
             // A short text is encoded and finished on the calling thread: waking a pool thread
             // and waiting for it costs more than encoding a few kilobytes.
@@ -666,10 +670,72 @@ impl Tokenizer {
         }
         let starts = starts(cuts);
         let ranges = ranges(&starts, text.len());
-        let segments = self.pool.install(|| ranges.par_iter().map(|r| encode(text, r)).collect::<Result<Vec<_>>>())?;
+        let pooled = trace::span("encode", 0);
+        let encode = |r: &std::ops::Range<usize>| {
+            let _segment = trace::span("segment", r.len());
+            encode(text, r)
+        };
+        let segments = match trace::schedule() {
+            trace::Schedule::Tree => self.pool.install(|| ranges.par_iter().map(encode).collect::<Result<Vec<_>>>())?,
+            schedule => self.encode_fanned(&ranges, schedule, encode)?,
+        };
+        drop(pooled);
         // Finished on the calling thread, so that the output is allocated there (`finish` runs
         // its own parallel part on the pool: `assemble_parts`).
+        let _finish = trace::span("finish", 0);
         finish(&starts, segments)
+    }
+
+    /// The segments `ranges` encoded with `encode` under a trace build's other schedules
+    /// ([`trace::Schedule`]): every pool thread woken at once (the caller waiting, or taking
+    /// segments too), or one spawn per segment with the caller taking the first.
+    fn encode_fanned<P: Send>(
+        &self,
+        ranges: &[std::ops::Range<usize>],
+        schedule: trace::Schedule,
+        encode: impl Fn(&std::ops::Range<usize>) -> Result<P> + Sync,
+    ) -> Result<Vec<P>> {
+        let slots: Vec<std::sync::Mutex<Option<Result<P>>>> =
+            ranges.iter().map(|_| std::sync::Mutex::new(None)).collect();
+        let put = |i: usize| {
+            let encoded = encode(&ranges[i]);
+            if let Ok(mut slot) = slots[i].lock() {
+                *slot = Some(encoded);
+            }
+        };
+        let next = std::sync::atomic::AtomicUsize::new(0);
+        let claim = || loop {
+            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if i >= ranges.len() {
+                break;
+            }
+            put(i);
+        };
+        if schedule == trace::Schedule::Broadcast {
+            self.pool.broadcast(|_| claim());
+        } else if schedule == trace::Schedule::Share {
+            self.pool.in_place_scope(|scope| {
+                scope.spawn_broadcast(|_, _| claim());
+                claim();
+            });
+        } else {
+            self.pool.in_place_scope(|scope| {
+                for i in 1..ranges.len() {
+                    let put = &put;
+                    scope.spawn(move |_| put(i));
+                }
+                put(0);
+            });
+        }
+        slots
+            .into_iter()
+            .map(|slot| {
+                slot.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| Err(Error::new(ErrorKind::Encode, "a segment was not encoded")))
+            })
+            .collect()
     }
 
     /// Counters of the prefix cache in this process (`None` when it is off).

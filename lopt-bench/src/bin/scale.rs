@@ -12,6 +12,15 @@
 //! cargo run --release -p lopt-bench --bin scale -- --corpus /tmp/en30.jsonl \
 //!     --tokenizer qwen3 --threads 2 --docs 30
 //! ```
+//!
+//! `--trace` (a build with `--features trace`) also attributes the wall time of each call of the
+//! parallel tokenizer from the library's spans (`lopt::trace`): the caller's serial phases (plan,
+//! column allocation, the copy's wake-up, freeing the segments, dropping the encoding), and per
+//! segment the pool thread, its start after the pool was entered, its duration and bytes. One
+//! `call` line and one `seg` line per segment for each document, then a table of medians over
+//! the documents: `wake` (first / last segment start after entering the pool), `imbalance` (last
+//! segment end - median segment end), `join` (last segment end to the caller's return), serial
+//! before and after the pool, and `busy` (segment time / (threads x pool time)).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -41,6 +50,12 @@ struct Args {
     /// Time `encode_ids` instead of `encode`.
     #[arg(long)]
     ids_only: bool,
+    /// Chunk size of the parallel tokenizer (default: the library's, length / threads).
+    #[arg(long)]
+    chunk_size: Option<usize>,
+    /// Print where each call's time goes (needs a build with `--features trace`).
+    #[arg(long)]
+    trace: bool,
     /// Milliseconds to wait after loading (the threads that free the parsed files finish; a
     /// profiler started with a delay skips the load).
     #[arg(long, default_value_t = 300)]
@@ -72,27 +87,57 @@ fn main() -> anyhow::Result<()> {
     lopt_bench::keep_freed_memory();
     let begun = Instant::now();
     let args = Args::parse();
+    if args.trace && !lopt::trace::ENABLED {
+        bail!("--trace needs a build with `--features trace`");
+    }
     let docs = load_docs(&args.corpus, args.docs + 1, args.max_bytes)?;
     if docs.len() < 2 {
         bail!("{} has fewer than 2 documents", args.corpus.display());
     }
     let path = lopt_tests::fixture(&args.tokenizer).unwrap_or_else(|| PathBuf::from(&args.tokenizer));
     let load = |threads| {
-        TokenizerBuilder::new()
-            .threads(threads)
-            .seed_cache(SeedCache::Sync)
-            .build_from_file(&path)
-            .with_context(|| format!("loading {}", path.display()))
+        let builder = TokenizerBuilder::new().threads(threads).seed_cache(SeedCache::Sync);
+        match args.chunk_size {
+            Some(bytes) if threads > 1 => builder.chunk_size(bytes),
+            _ => builder,
+        }
+        .build_from_file(&path)
+        .with_context(|| format!("loading {}", path.display()))
     };
     let tokenizers = [load(1)?, load(args.threads)?];
     eprintln!("loaded {:.2} s after start", begun.elapsed().as_secs_f64());
     std::thread::sleep(std::time::Duration::from_millis(args.settle_ms));
-    let encode = |k: usize, text: &str| -> anyhow::Result<usize> {
+    // Seconds that dropping the result took (inside the timed call), and with `--trace` a hash
+    // of its ids and offsets with the seconds it took (taken out of the call's time): the
+    // trace build's schedules are checked against the 1-thread tokenizer on every document.
+    let check = |ids: &[u32], offsets: &[(usize, usize)]| -> (u64, f64) {
+        if !args.trace {
+            return (0, 0.0);
+        }
+        let start = Instant::now();
+        let mut hash = 0xcbf2_9ce4_8422_2325_u64;
+        for (&id, &(a, b)) in ids.iter().zip(offsets.iter().chain(std::iter::repeat(&(0, 0)))) {
+            for v in [u64::from(id), a as u64, b as u64] {
+                hash = (hash ^ v).wrapping_mul(0x100_0000_01b3);
+            }
+        }
+        (hash ^ ids.len() as u64, start.elapsed().as_secs_f64())
+    };
+    let encode = |k: usize, text: &str| -> anyhow::Result<(f64, u64, f64)> {
         let t = &tokenizers[k];
+        let timed_drop = |result: Box<dyn std::any::Any>| {
+            let start = Instant::now();
+            drop(result);
+            start.elapsed().as_secs_f64()
+        };
         Ok(if args.ids_only {
-            std::hint::black_box(t.encode_ids(text, t.options())?).len()
+            let ids = std::hint::black_box(t.encode_ids(text, t.options())?);
+            let (hash, checking) = check(&ids, &[]);
+            (timed_drop(Box::new(ids)), hash, checking)
         } else {
-            std::hint::black_box(t.encode(text, true)?).len()
+            let encoding = std::hint::black_box(t.encode(text, true)?);
+            let (hash, checking) = check(encoding.ids(), encoding.offsets());
+            (timed_drop(Box::new(encoding)), hash, checking)
         })
     };
     for k in 0..2 {
@@ -101,24 +146,45 @@ fn main() -> anyhow::Result<()> {
     // Per method: wall, cpu, wait (seconds) and minor faults per document.
     let mut rows: [Vec<(f64, f64, f64, f64)>; 2] = Default::default();
     let mut bytes = 0;
+    let mut traces = Vec::new();
+    let mut mismatches = 0;
     for (i, doc) in docs[1..].iter().enumerate() {
         bytes += doc.len();
+        let mut hashes = [0; 2];
         for j in 0..2 {
             let k = (i + j) % 2;
+            lopt::trace::take();
             let (cpu0, wait0) = schedstat();
             let faults0 = minor_faults();
             let start = Instant::now();
-            encode(k, doc)?;
-            let wall = start.elapsed().as_secs_f64();
+            let (dropped, hash, checking) = encode(k, doc)?;
+            let wall = start.elapsed().as_secs_f64() - checking;
             let faults1 = minor_faults();
             let (cpu1, wait1) = schedstat();
             rows[k].push((
                 wall,
-                (cpu1 - cpu0) as f64 * 1e-9,
+                (cpu1 - cpu0) as f64 * 1e-9 - checking,
                 (wait1 - wait0) as f64 * 1e-9,
                 (faults1 - faults0) as f64,
             ));
+            hashes[k] = hash;
+            if args.trace && k == 1 {
+                let call = CallTrace::of(&lopt::trace::take(), wall, dropped, tokenizers[1].threads());
+                call.print(i);
+                traces.push(call);
+            }
         }
+        if hashes[0] != hashes[1] {
+            mismatches += 1;
+            println!("MISMATCH doc={i}: the {}-thread encoding differs from the 1-thread one", args.threads);
+        }
+    }
+    if args.trace {
+        println!(
+            "exact: {} of {} documents equal to 1 thread (ids and offsets)",
+            docs.len() - 1 - mismatches,
+            docs.len() - 1
+        );
     }
     println!("| threads | MB/s (total wall) | median ms | median cpu ms | median wait ms | cpu/wall | faults/MB |");
     println!("|---|---|---|---|---|---|---|");
@@ -144,5 +210,171 @@ fn main() -> anyhow::Result<()> {
     }
     let mut per_doc: Vec<f64> = rows[0].iter().zip(&rows[1]).map(|(a, b)| a.0 / b.0).collect();
     println!("speedup: median per document {:.2}x", median(&mut per_doc));
+    if args.trace {
+        let mut one: Vec<f64> = rows[0].iter().map(|r| r.0).collect();
+        print_trace_summary(&traces, tokenizers[1].threads(), median(&mut one) * 1e3);
+    }
     Ok(())
+}
+
+/// Where one call's wall time went, from its spans (milliseconds; times relative to the start
+/// of the call's `call` span unless named otherwise).
+#[derive(Default)]
+struct CallTrace {
+    wall: f64,
+    /// Cutting the text (the boundary search).
+    plan: f64,
+    /// From the call's start to entering the pool (plan included).
+    before: f64,
+    /// Segments as (pool thread, start after entering the pool, duration, bytes).
+    segments: Vec<(Option<usize>, f64, f64, usize)>,
+    /// The pool's part: entering it to getting all segments back.
+    pooled: f64,
+    /// Last segment end to the caller's return from the pool.
+    join: f64,
+    alloc: f64,
+    /// The parallel copy, as the caller sees it.
+    fill: f64,
+    /// First copy job's start after the caller entered the copy's pool.
+    copy_wake: f64,
+    free: f64,
+    /// From the pool's return to the end of the call (alloc, fill, free, the rest of finishing).
+    after: f64,
+    /// Dropping the encoding (the caller's, outside the library).
+    dropped: f64,
+}
+
+impl CallTrace {
+    fn of(events: &[lopt::trace::Event], wall: f64, dropped: f64, _threads: usize) -> Self {
+        let ms = |ns: u64| ns as f64 * 1e-6;
+        let find = |what: &str| events.iter().find(|e| e.what == what);
+        let mut call = CallTrace { wall: wall * 1e3, dropped: dropped * 1e3, ..Default::default() };
+        let Some(whole) = find("call") else { return call };
+        let t0 = whole.start_ns;
+        let span = |what: &str| find(what).map_or(0.0, |e| ms(e.end_ns.saturating_sub(e.start_ns)));
+        call.plan = span("plan");
+        call.alloc = span("alloc");
+        call.fill = span("fill");
+        call.free = span("free");
+        if let Some(pooled) = find("encode") {
+            call.before = ms(pooled.start_ns.saturating_sub(t0));
+            call.pooled = ms(pooled.end_ns - pooled.start_ns);
+            call.after = ms(whole.end_ns.saturating_sub(pooled.end_ns));
+            let mut segments: Vec<_> = events.iter().filter(|e| e.what == "segment").collect();
+            segments.sort_by_key(|e| e.start_ns);
+            call.segments = segments
+                .iter()
+                .map(|e| (e.thread, ms(e.start_ns.saturating_sub(pooled.start_ns)), ms(e.end_ns - e.start_ns), e.size))
+                .collect();
+            let last_end = segments.iter().map(|e| e.end_ns).max().unwrap_or(pooled.end_ns);
+            call.join = ms(pooled.end_ns.saturating_sub(last_end));
+        }
+        if let Some(fill) = find("fill") {
+            let first = events.iter().filter(|e| e.what == "copy").map(|e| e.start_ns).min();
+            call.copy_wake = first.map_or(0.0, |s| ms(s.saturating_sub(fill.start_ns)));
+        }
+        call
+    }
+
+    fn ends(&self) -> Vec<f64> {
+        let mut ends: Vec<f64> = self.segments.iter().map(|s| s.1 + s.2).collect();
+        ends.sort_by(f64::total_cmp);
+        ends
+    }
+
+    fn starts(&self) -> Vec<f64> {
+        let mut starts: Vec<f64> = self.segments.iter().map(|s| s.1).collect();
+        starts.sort_by(f64::total_cmp);
+        starts
+    }
+
+    /// Last segment end - median segment end.
+    fn imbalance(&self) -> f64 {
+        let mut ends = self.ends();
+        ends.last().copied().unwrap_or(0.0) - median(&mut ends)
+    }
+
+    /// Pool threads that ran a segment, and the most segments one of them ran.
+    fn spread(&self) -> (usize, usize) {
+        let mut count = std::collections::HashMap::new();
+        for s in &self.segments {
+            *count.entry(s.0).or_insert(0usize) += 1;
+        }
+        (count.len(), count.values().copied().max().unwrap_or(0))
+    }
+
+    fn print(&self, doc: usize) {
+        let starts = self.starts();
+        let (used, most) = self.spread();
+        let work: f64 = self.segments.iter().map(|s| s.2).sum();
+        println!(
+            "call doc={doc} wall={:.3} plan={:.3} before={:.3} pooled={:.3} wake_first={:.3} wake_last={:.3} \
+             imbalance={:.3} join={:.3} alloc={:.3} fill={:.3} copy_wake={:.3} free={:.3} after={:.3} drop={:.3} \
+             seg_sum={:.3} segments={} threads_used={used} most_per_thread={most}",
+            self.wall,
+            self.plan,
+            self.before,
+            self.pooled,
+            starts.first().copied().unwrap_or(0.0),
+            starts.last().copied().unwrap_or(0.0),
+            self.imbalance(),
+            self.join,
+            self.alloc,
+            self.fill,
+            self.copy_wake,
+            self.free,
+            self.after,
+            self.dropped,
+            work,
+            self.segments.len(),
+        );
+        for (thread, start, duration, bytes) in &self.segments {
+            let thread = thread.map_or("caller".to_owned(), |t| t.to_string());
+            println!("seg doc={doc} thread={thread} start={start:.3} dur={duration:.3} bytes={bytes}");
+        }
+    }
+}
+
+/// Medians over the documents of where the calls' time went, in ms and as a share of the wall.
+fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64) {
+    let med = |f: &dyn Fn(&CallTrace) -> f64| median(&mut calls.iter().map(f).collect::<Vec<_>>());
+    let wall = med(&|c| c.wall);
+    let pct = |v: f64| if wall > 0.0 { 100.0 * v / wall } else { 0.0 };
+    let rows: [(&str, f64); 15] = [
+        ("wall", wall),
+        ("serial before the pool (plan included)", med(&|c| c.before)),
+        ("  plan (boundary search)", med(&|c| c.plan)),
+        ("wake: first segment start", med(&|c| c.starts().first().copied().unwrap_or(0.0))),
+        ("wake: last segment start", med(&|c| c.starts().last().copied().unwrap_or(0.0))),
+        ("segment duration, median", med(&|c| median(&mut c.segments.iter().map(|s| s.2).collect::<Vec<_>>()))),
+        ("segment duration, max", med(&|c| c.segments.iter().map(|s| s.2).fold(0.0, f64::max))),
+        ("imbalance (last end - median end)", med(&CallTrace::imbalance)),
+        ("join (last end to return)", med(&|c| c.join)),
+        ("serial after the pool (finish)", med(&|c| c.after)),
+        ("  alloc columns", med(&|c| c.alloc)),
+        ("  fill (parallel copy, caller's view)", med(&|c| c.fill)),
+        ("  copy wake (first copy job start)", med(&|c| c.copy_wake)),
+        ("  free segments", med(&|c| c.free)),
+        ("drop encoding (caller)", med(&|c| c.dropped)),
+    ];
+    println!("\ntrace summary, {threads} threads, median over {} documents:", calls.len());
+    println!("| phase | ms | % of wall |");
+    println!("|---|---|---|");
+    for (name, value) in rows {
+        println!("| {name} | {value:.3} | {:.1} |", pct(value));
+    }
+    let busy = med(&|c| {
+        let work: f64 = c.segments.iter().map(|s| s.2).sum();
+        if c.pooled > 0.0 {
+            work / (threads as f64 * c.pooled)
+        } else {
+            0.0
+        }
+    });
+    let inflation = med(&|c| c.segments.iter().map(|s| s.2).sum::<f64>()) / one_thread_ms.max(1e-9);
+    println!("busy (segment time / threads x pool time): {busy:.2}");
+    println!("segment time summed / 1-thread wall: {inflation:.2}");
+    let spread = med(&|c| c.spread().0 as f64);
+    let most = med(&|c| c.spread().1 as f64);
+    println!("pool threads used {spread:.0}, most segments on one thread {most:.0}");
 }

@@ -1,0 +1,142 @@
+//! Trace: timestamps of the phases of one parallel encode, for finding where its wall time goes on
+//! a many-core machine (issue 8: the caller's serial parts, the pool's wake-up, the segments'
+//! imbalance).
+//!
+//! Compiled in only with the `trace` feature; without it [`span`] returns a zero-sized guard and
+//! reads no clock, so the hot path is unchanged. With it, every span (a phase of the calling
+//! thread, or one segment or copy job on a pool thread) is appended to one process-wide list when
+//! it ends, with the pool thread's index, the span's start and end in nanoseconds since the first
+//! span of the process, and a size (bytes of a segment, tokens of a copy job). Invariant: a span
+//! records exactly one event, when its guard drops; [`take`] empties the list. The list is behind a
+//! mutex: one lock per segment and phase, a few dozen per encode, far below the work they time.
+//!
+//! A trace build also reads `LOPT_SCHEDULE` once ([`schedule`]), so that one prepared run on a
+//! many-core machine can compare ways of handing the segments to the pool; other builds always
+//! use [`Schedule::Tree`] and read no environment.
+
+/// How the segments of one text are handed to the pool (the trace build's experiment switch).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Schedule {
+    /// `install` + `par_iter`: rayon halves the range, workers wake one after another.
+    Tree,
+    /// `broadcast`: every pool thread is woken at once and takes segments from a shared counter.
+    Broadcast,
+    /// `in_place_scope`: one spawn per segment but the first, which the caller encodes itself.
+    Flat,
+    /// `in_place_scope` + `spawn_broadcast`: every pool thread woken at once, and the caller
+    /// too takes segments from the shared counter until none is left.
+    Share,
+}
+
+/// The schedule of this process: `LOPT_SCHEDULE=tree|broadcast|flat|share` in a trace build, else
+/// [`Schedule::Tree`].
+pub fn schedule() -> Schedule {
+    #[cfg(feature = "trace")]
+    {
+        static CHOSEN: std::sync::OnceLock<Schedule> = std::sync::OnceLock::new();
+        *CHOSEN.get_or_init(|| match std::env::var("LOPT_SCHEDULE").as_deref() {
+            Ok("broadcast") => Schedule::Broadcast,
+            Ok("flat") => Schedule::Flat,
+            Ok("share") => Schedule::Share,
+            _ => Schedule::Tree,
+        })
+    }
+    #[cfg(not(feature = "trace"))]
+    Schedule::Tree
+}
+
+/// One finished span.
+#[derive(Clone, Debug)]
+pub struct Event {
+    /// What ran: `plan`, `encode` (the pool's part), `segment`, `finish`, `alloc`, `fill`,
+    /// `copy` (one part on a pool thread), `free`, `call` (the whole `encode`).
+    pub what: &'static str,
+    /// The pool thread that ran it (`None`: a thread outside the pool, usually the caller).
+    pub thread: Option<usize>,
+    /// Start, nanoseconds since the process's first span.
+    pub start_ns: u64,
+    /// End, nanoseconds since the process's first span.
+    pub end_ns: u64,
+    /// Bytes of a segment, tokens of a copy job, 0 otherwise.
+    pub size: usize,
+}
+
+#[cfg(feature = "trace")]
+mod on {
+    use super::Event;
+    use std::sync::{Mutex, OnceLock};
+    use std::time::Instant;
+
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    static EVENTS: Mutex<Vec<Event>> = Mutex::new(Vec::new());
+
+    fn now_ns() -> u64 {
+        let epoch = EPOCH.get_or_init(Instant::now);
+        u64::try_from(epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    /// Records its span when dropped.
+    pub(crate) struct Span {
+        what: &'static str,
+        start_ns: u64,
+        size: usize,
+    }
+
+    pub(crate) fn span(what: &'static str, size: usize) -> Span {
+        Span { what, start_ns: now_ns(), size }
+    }
+
+    impl Drop for Span {
+        fn drop(&mut self) {
+            let event = Event {
+                what: self.what,
+                thread: rayon::current_thread_index(),
+                start_ns: self.start_ns,
+                end_ns: now_ns(),
+                size: self.size,
+            };
+            // A poisoned list (a panic while pushing) only loses trace events.
+            if let Ok(mut events) = EVENTS.lock() {
+                events.push(event);
+            }
+        }
+    }
+
+    pub(crate) fn take() -> Vec<Event> {
+        EVENTS.lock().map(|mut events| std::mem::take(&mut *events)).unwrap_or_default()
+    }
+}
+
+#[cfg(not(feature = "trace"))]
+mod on {
+    use super::Event;
+
+    /// Zero-sized: without the feature a span costs nothing.
+    pub(crate) struct Span;
+
+    #[inline(always)]
+    pub(crate) fn span(_what: &'static str, _size: usize) -> Span {
+        Span
+    }
+
+    // An empty drop, so that callers may end a span early with `drop` in both builds.
+    impl Drop for Span {
+        #[inline(always)]
+        fn drop(&mut self) {}
+    }
+
+    pub(crate) fn take() -> Vec<Event> {
+        Vec::new()
+    }
+}
+
+pub(crate) use on::span;
+
+/// Whether this build records spans (the `trace` feature).
+pub const ENABLED: bool = cfg!(feature = "trace");
+
+/// The spans recorded since the last call, in the order they ended; empty without the `trace`
+/// feature.
+pub fn take() -> Vec<Event> {
+    on::take()
+}
