@@ -230,7 +230,7 @@ fn component_hf_refuses_fails_the_load_with_a_native_engine() {
     assert!(!err.to_string().contains('\n'), "{err}");
 }
 
-/// The model's vocabulary and merges are parsed apart from the rest of the file (`lopt/src/json.rs`):
+/// The model's vocabulary and merges are parsed apart from the rest of the file (`lopt/src/doc.rs`):
 /// bad JSON or wrong types there are still a one-line `InvalidTokenizer` error, never a panic.
 #[test]
 fn malformed_vocab_or_merges_are_refused_in_one_line() {
@@ -261,4 +261,36 @@ fn malformed_vocab_or_merges_are_refused_in_one_line() {
         assert!(!err.to_string().contains('\n'), "{err}");
         assert!(lopt::hf::Tokenizer::from_bytes(json.as_bytes()).is_err(), "HF accepts {json:.200}");
     }
+}
+
+/// `lopt/src/doc.rs` borrows a vocabulary or merge string from the file unless the JSON spells it
+/// with an escape, and a repeated vocabulary key keeps its last id (as HF's map): here every
+/// token that starts with `Ġ` is escaped in the vocabulary and the merges, and two keys repeated
+/// at the vocabulary's end swap their ids. The native engine still encodes as HF.
+#[test]
+fn escaped_and_repeated_vocab_keys_encode_like_hf() {
+    let Some(path) = lopt_tests::fixture("gpt2") else {
+        eprintln!("NOTICE: fixture gpt2 absent; test skipped");
+        return;
+    };
+    let text = std::fs::read_to_string(path).unwrap();
+    let json: Value = serde_json::from_str(&text).unwrap();
+    let id = |token: &str| json["model"]["vocab"][token].as_u64().unwrap();
+    let (the, to) = (id("Ġthe"), id("Ġto"));
+    let end = "\"<|endoftext|>\": 50256\n    }";
+    assert!(text.contains(end), "gpt2's vocabulary no longer ends as this test expects");
+    let swapped = format!("\"<|endoftext|>\": 50256, \"\\u0120the\": {to}, \"Ġto\": {the}\n    }}");
+    let edited = text.replace("\"Ġ", "\"\\u0120").replace(end, &swapped);
+    assert!(edited.matches("\\u0120").count() > 10_000);
+    let tokenizer = TokenizerBuilder::new().threads(2).min_parallel_bytes(0).build_from_bytes(edited.as_bytes());
+    let tokenizer = tokenizer.expect("loads");
+    assert_eq!(tokenizer.engine_name(), "bpe");
+    let hf = lopt::hf::Tokenizer::from_bytes(edited.as_bytes()).unwrap();
+    for text in ["the cat sat on the mat, to go to the end", "Hello world.\n\n  the", ""] {
+        let want = lopt::Encoding::from(hf.encode(text, true).unwrap());
+        let got = tokenizer.encode(text, true).unwrap();
+        assert!(got == want, "{text:?}: {:?}", got.first_difference(&want));
+    }
+    let ids = tokenizer.encode(" the", false).unwrap().ids().to_vec();
+    assert_eq!(ids, [u32::try_from(to).unwrap()]);
 }

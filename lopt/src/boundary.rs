@@ -35,6 +35,7 @@ use std::collections::HashSet;
 use aho_corasick::{AhoCorasick, MatchKind};
 use serde_json::Value;
 
+use crate::doc::{Doc, Merge, TokenIds};
 use crate::engine::bpe::table::U64Map;
 
 /// The cut rule of one tokenizer: see the module documentation.
@@ -116,8 +117,15 @@ const DIGITS_PATTERN: &str = r"\p{N}{1,3}";
 const CJK_RUN_PATTERN: &str = "[\u{4e00}-\u{9fa5}\u{3040}-\u{309f}\u{30a0}-\u{30ff}]+";
 
 impl CutRule {
+    /// [`Self::new`] of a file parsed into a `Value` (tests).
+    #[cfg(test)]
+    pub(crate) fn from_json(json: &Value) -> Result<CutRule, String> {
+        Self::new(&Doc::from_value(json.clone()))
+    }
+
     /// Derives the cut rule from a parsed `tokenizer.json`, or says why there is none.
-    pub(crate) fn new(json: &Value) -> Result<CutRule, String> {
+    pub(crate) fn new(doc: &Doc<'_>) -> Result<CutRule, String> {
+        let json = &doc.json;
         let model = &json["model"];
         match model["type"].as_str() {
             Some("BPE") => {
@@ -128,7 +136,7 @@ impl CutRule {
             Some("WordPiece" | "WordLevel" | "Unigram") => {}
             other => return Err(format!("model {} is not known to work per pre-token", other.unwrap_or("?"))),
         }
-        if let Some(pieces) = PieceRule::new(json)? {
+        if let Some(pieces) = PieceRule::new(doc)? {
             let added = added_guard(&json["added_tokens"], normalizer_is_identity(&json["normalizer"]))?;
             return Ok(CutRule { normalizer: Normalizer::PerChar, stages: Vec::new(), added, pieces: Some(pieces) });
         }
@@ -451,7 +459,8 @@ impl PieceRule {
     /// # Errors
     /// The reason, when the shape matches but the model's unknown characters could join across a
     /// cut (byte fallback without all 256 byte tokens, or unknown characters that are dropped).
-    pub(crate) fn new(json: &Value) -> Result<Option<PieceRule>, String> {
+    pub(crate) fn new(doc: &Doc<'_>) -> Result<Option<PieceRule>, String> {
+        let json = &doc.json;
         let model = &json["model"];
         if model["type"].as_str() != Some("BPE") || model["dropout"].as_f64().is_some_and(|d| d > 0.0) {
             return Ok(None);
@@ -460,8 +469,8 @@ impl PieceRule {
         if !pre_tokenizer_never_fires(&json["pre_tokenizer"], &map) {
             return Ok(None);
         }
-        let symbols = Symbols::from_model(model)?;
-        let junctions = Junctions::from_merges(&model["merges"])?;
+        let symbols = Symbols::from_model(model, doc.vocab.as_ref())?;
+        let junctions = Junctions::from_merges(doc.merges.as_deref())?;
         Ok(Some(PieceRule { map, symbols, junctions }))
     }
 
@@ -598,7 +607,7 @@ pub(crate) struct Symbols {
 }
 
 impl Symbols {
-    fn from_model(model: &Value) -> Result<Symbols, String> {
+    fn from_model(model: &Value, vocab: Option<&TokenIds<'_>>) -> Result<Symbols, String> {
         for key in ["continuing_subword_prefix", "end_of_word_suffix"] {
             if model[key].as_str().is_some_and(|s| !s.is_empty()) {
                 return Err(format!("BPE {key} changes the symbols at a cut"));
@@ -607,7 +616,7 @@ impl Symbols {
         if model["ignore_merges"].as_bool() == Some(true) {
             return Err("BPE ignore_merges looks up whole pieces".into());
         }
-        let vocab = model["vocab"].as_object().ok_or("BPE vocab is not an object")?;
+        let vocab = vocab.ok_or("BPE vocab is not an object of u32 ids")?;
         let known = vocab
             .keys()
             .filter_map(|k| {
@@ -619,7 +628,7 @@ impl Symbols {
             })
             .collect();
         let fallback = model["byte_fallback"].as_bool() == Some(true);
-        let all_bytes = (0..=255u8).all(|b| vocab.contains_key(&format!("<0x{b:02X}>")));
+        let all_bytes = (0..=255u8).all(|b| vocab.contains_key(format!("<0x{b:02X}>").as_str()));
         if fallback && !all_bytes {
             return Err("byte fallback without all 256 byte tokens".into());
         }
@@ -678,17 +687,11 @@ impl std::fmt::Debug for Junctions {
 impl Junctions {
     /// # Errors
     /// When a merge entry is malformed.
-    pub(crate) fn from_merges(merges: &Value) -> Result<Junctions, String> {
-        let list = merges.as_array().ok_or("BPE merges are not a list")?;
+    pub(crate) fn from_merges(merges: Option<&[Merge<'_>]>) -> Result<Junctions, String> {
+        let list = merges.ok_or("BPE merges are not a list")?;
         let mut junctions = Junctions { ascii: Box::new([0; 128]), all: U64Map::with_capacity(list.len() / 4) };
         for merge in list {
-            let (a, b) = match merge {
-                Value::String(line) => line.split_once(' ').ok_or_else(|| format!("bad merge {line:?}"))?,
-                Value::Array(pair) if pair.len() == 2 => {
-                    (pair[0].as_str().ok_or("bad merge pair")?, pair[1].as_str().ok_or("bad merge pair")?)
-                }
-                _ => return Err("bad merge entry".into()),
-            };
+            let (a, b) = merge.sides()?;
             let (Some(left), Some(right)) = (a.chars().next_back(), b.chars().next()) else {
                 return Err("a merge has an empty side".into());
             };
@@ -715,7 +718,7 @@ mod tests {
     use super::*;
 
     fn rule(json: &str) -> CutRule {
-        CutRule::new(&serde_json::from_str(json).unwrap()).unwrap()
+        CutRule::from_json(&serde_json::from_str(json).unwrap()).unwrap()
     }
 
     fn gpt() -> CutRule {
@@ -753,7 +756,7 @@ mod tests {
             r#"{"model":{"type":"BPE"},"normalizer":{"type":"Replace"},"pre_tokenizer":{"type":"Whitespace"}}"#,
         )
         .unwrap();
-        assert!(CutRule::new(&json).is_err());
+        assert!(CutRule::from_json(&json).is_err());
     }
 
     /// The characters the rule reads (`prev` and `next` of a cut it accepts) under every Unicode
@@ -820,14 +823,14 @@ mod tests {
                 {"type": "ByteLevel", "add_prefix_space": false, "use_regex": false}
             ]}
         });
-        let rule = CutRule::new(&json).unwrap();
+        let rule = CutRule::from_json(&json).unwrap();
         // Digit runs are never cut inside; a digit next to a letter is a digit-stage split.
         assert_eq!(cuts(&rule, "a123b"), vec![1, 4]);
         assert_eq!(cuts(&rule, "中文，好"), vec![6, 9]);
     }
 
     fn spm(normalizer: Value, pre_tokenizer: Value) -> CutRule {
-        CutRule::new(&serde_json::json!({
+        CutRule::from_json(&serde_json::json!({
             "model": {"type": "BPE", "byte_fallback": false, "unk_token": "<unk>", "fuse_unk": true,
                       "vocab": {"<unk>": 0, "a": 1, "b": 2, "▁": 3, "ab": 4, "▁a": 5, "c": 6},
                       "merges": ["a b", "▁ a"]},

@@ -33,6 +33,7 @@
 //! ```
 
 mod boundary;
+mod doc;
 mod encoding;
 mod engine;
 mod error;

@@ -22,6 +22,7 @@ use tokenizers::{
     TruncationParams,
 };
 
+use crate::doc::Doc;
 use crate::error::{one_line, Error, ErrorKind, Result};
 
 /// The parts of a `tokenizer.json` that lopt uses besides its engine.
@@ -89,15 +90,17 @@ pub(crate) struct Vocabulary {
 /// after the model's, in file order; empty ones are skipped). `None` when the model's vocabulary
 /// is neither a token → id map (BPE, WordPiece, WordLevel) nor a list of `[piece, score]`
 /// (Unigram).
-pub(crate) fn vocab_strings(json: &Value) -> Option<Vocabulary> {
+pub(crate) fn vocab_strings(doc: &Doc<'_>) -> Option<Vocabulary> {
     // A token → id map is looked up in place (only added tokens are looked up); a Unigram list
-    // gets a map only when there are added tokens to look up.
+    // gets a map only when there are added tokens to look up. An object that is still a `Value`
+    // has an id that is not a `u32` (`doc.rs`): HF reads (and refuses) it.
+    let json = &doc.json;
     let vocab = &json["model"]["vocab"];
     let added_json = json["added_tokens"].as_array().map_or(&[][..], Vec::as_slice);
     let mut list_ids: HashMap<&str, u32> = HashMap::new();
-    let model_size = match vocab {
-        Value::Object(map) => map.len(),
-        Value::Array(pieces) => {
+    let model_size = match (&doc.vocab, vocab) {
+        (Some(map), _) => map.len(),
+        (None, Value::Array(pieces)) => {
             if !added_json.is_empty() {
                 list_ids.reserve(pieces.len());
                 for (id, piece) in pieces.iter().enumerate() {
@@ -109,9 +112,9 @@ pub(crate) fn vocab_strings(json: &Value) -> Option<Vocabulary> {
         _ => return None,
     };
     let model_id = |content: &str| -> Option<u32> {
-        match vocab {
-            Value::Object(map) => map.get(content).and_then(Value::as_u64).and_then(|id| u32::try_from(id).ok()),
-            _ => list_ids.get(content).copied(),
+        match &doc.vocab {
+            Some(map) => map.get(content).copied(),
+            None => list_ids.get(content).copied(),
         }
     };
     let mut added: Vec<(&str, u32)> = Vec::new();
@@ -140,9 +143,9 @@ pub(crate) fn vocab_strings(json: &Value) -> Option<Vocabulary> {
         added.push((content, id));
     }
     let size = model_size + added_ids.len() - overlapping;
-    let largest = match vocab {
-        Value::Object(map) => map.values().filter_map(Value::as_u64).max().map_or(0, |id| id + 1),
-        _ => model_size as u64,
+    let largest = match &doc.vocab {
+        Some(map) => map.values().max().map_or(0, |&id| u64::from(id) + 1),
+        None => model_size as u64,
     };
     let largest = added.iter().map(|&(_, id)| u64::from(id) + 1).fold(largest, u64::max);
     // Ids are u32, so this is at most 2^32 slots; a file claiming ids far beyond its entries
@@ -154,13 +157,13 @@ pub(crate) fn vocab_strings(json: &Value) -> Option<Vocabulary> {
             token.clone_into(slot);
         }
     };
-    match vocab {
-        Value::Object(map) => {
-            for (token, id) in map {
-                put(token, u32::try_from(id.as_u64()?).ok()?);
+    match (&doc.vocab, vocab) {
+        (Some(map), _) => {
+            for (token, &id) in map {
+                put(token, id);
             }
         }
-        Value::Array(pieces) => {
+        (None, Value::Array(pieces)) => {
             for (id, piece) in pieces.iter().enumerate() {
                 put(piece.get(0)?.as_str()?, u32::try_from(id).ok()?);
             }
@@ -188,7 +191,7 @@ mod tests {
     }
 
     fn ours(json: &Value) -> Option<(Vec<String>, usize)> {
-        vocab_strings(json).map(|v| (v.strings, v.size))
+        vocab_strings(&Doc::from_value(json.clone())).map(|v| (v.strings, v.size))
     }
 
     fn shared() -> PathBuf {
@@ -206,7 +209,10 @@ mod tests {
         for dir in dirs.flatten() {
             let Ok(bytes) = std::fs::read(dir.path().join("tokenizer.json")) else { continue };
             let json: Value = serde_json::from_slice(&bytes).unwrap();
-            let ours = ours(&json).expect("a known vocabulary shape");
+            // The typed parse builds the same tables as the parse into a `Value` (`doc.rs`).
+            let doc = Doc::parse(&bytes).unwrap();
+            assert!(doc == Doc::from_value(json.clone()), "{}", dir.path().display());
+            let ours = vocab_strings(&doc).map(|v| (v.strings, v.size)).expect("a known vocabulary shape");
             assert!(ours == hf_strings(&bytes), "{}", dir.path().display());
             read(&json).unwrap();
         }

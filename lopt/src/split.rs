@@ -50,7 +50,7 @@ mod tests {
     use super::*;
 
     fn bert() -> CutRule {
-        CutRule::new(&serde_json::json!({
+        CutRule::from_json(&serde_json::json!({
             "model": {"type": "WordPiece"},
             "normalizer": null,
             "pre_tokenizer": {"type": "WhitespaceSplit"},

@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 use rayon::prelude::*;
 
 use crate::boundary::CutRule;
+use crate::doc::Doc;
 use crate::encoding::Encoding;
 use crate::engine::bpe::BpeEngine;
 use crate::engine::guard::Guarded;
@@ -173,13 +174,14 @@ impl TokenizerBuilder {
         if self.chunk_size == Some(0) {
             return Err(Error::new(ErrorKind::InvalidConfig, "chunk size must be at least 1 byte"));
         }
-        let mut json: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|e| Error::new(ErrorKind::InvalidTokenizer, format!("tokenizer is not valid JSON: {e}")))?;
-        let parts = parts::read(&json)?;
+        // The vocabulary and the merges straight into tables that borrow from `bytes`, the rest
+        // as a `Value` (`doc.rs`).
+        let mut doc = Doc::parse(bytes)?;
+        let parts = parts::read(&doc.json)?;
         // HF (engine, oracle, post-processing) reads the file as written; the cut rule and the
         // native engines read one canonical spelling of it, the same for both.
-        let equivalences = canonicalize(&mut json);
-        let (rule, parallelism) = match CutRule::new(&json) {
+        let equivalences = canonicalize(&mut doc.json);
+        let (rule, parallelism) = match CutRule::new(&doc) {
             Ok(rule) => (Some(rule), Parallelism::Parallel),
             Err(reason) => (None, Parallelism::Sequential { reason }),
         };
@@ -193,11 +195,11 @@ impl TokenizerBuilder {
         // The id -> string table beside the native engine, on the pool: neither reads what the
         // other builds (the rewrites of `canonicalize` leave the vocabulary and the added tokens
         // alone), and the table alone was a twentieth of a 128K vocabulary's load.
-        let (kind, seeding, json_ref) = (self.engine, self.seed_cache, &json);
+        let (kind, seeding, doc_ref) = (self.engine, self.seed_cache, &doc);
         let (strings, native) = pool.install(|| {
             rayon::join(
-                || parts::vocab_strings(json_ref),
-                || (kind != EngineKind::Hf).then(|| native_engine(json_ref, seeding, &pool)),
+                || parts::vocab_strings(doc_ref),
+                || (kind != EngineKind::Hf).then(|| native_engine(doc_ref, seeding, &pool)),
             )
         });
         // HF's tokenizer is built now only when something at load needs it (its engine, or a
@@ -236,13 +238,17 @@ impl TokenizerBuilder {
                 (vocab_of(&hf), hf.get_vocab_size(true))
             }
         };
-        let finisher = Finisher::new(parts.post_processor, strings, &json);
+        let finisher = Finisher::new(parts.post_processor, strings, &doc.json);
         let defaults = EncodeOptions::new().truncation(parts.truncation).padding(parts.padding);
         check_options(&finisher, &defaults)?;
-        // Freeing the parsed file (millions of small allocations for a large vocabulary, a tenth
-        // of the load) is left to a thread of its own: nothing waits for it. Without a thread it
-        // is freed here.
-        let _ = std::thread::Builder::new().name("lopt-free-json".into()).spawn(move || drop(json));
+        // Freeing what is left of the parsed file (a Unigram vocabulary is still a `Value`:
+        // many small allocations) is left to a thread of its own: nothing waits for it. Without
+        // a thread it is freed here. The borrowed tables are one allocation each.
+        let Doc { json, vocab, merges } = doc;
+        drop((vocab, merges));
+        if json["model"].get("vocab").is_some() {
+            let _ = std::thread::Builder::new().name("lopt-free-json".into()).spawn(move || drop(json));
+        }
         let source = if hf.get().is_some() { Vec::new() } else { bytes.to_vec() };
         Ok(Tokenizer {
             finisher,
@@ -1069,7 +1075,7 @@ fn starts(mut cuts: Vec<usize>) -> Vec<usize> {
 /// The native engine for a tokenizer: byte-level BPE, else SentencePiece-style BPE, else WordPiece;
 /// otherwise why none.
 fn native_engine(
-    json: &serde_json::Value,
+    json: &Doc<'_>,
     seed: SeedCache,
     pool: &Arc<rayon::ThreadPool>,
 ) -> std::result::Result<Box<dyn Engine>, String> {

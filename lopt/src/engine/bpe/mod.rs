@@ -43,6 +43,7 @@ use crate::boundary::{ceil_char_boundary, floor_char_boundary};
 use super::out::Out;
 use super::{Engine, Segment};
 use crate::boundary::CutRule;
+use crate::doc::Doc;
 use crate::error::Result;
 use crate::options::SeedCache as Seeding;
 use added::AddedVocab;
@@ -101,7 +102,7 @@ impl BpeEngine {
     /// The reason, naming the component, when some component is not one this engine reproduces.
     #[cfg(test)]
     pub(crate) fn new(json: &Value, seeding: Seeding) -> std::result::Result<BpeEngine, String> {
-        Self::with_pool(json, seeding, None)
+        Self::with_pool(&Doc::from_value(json.clone()), seeding, None)
     }
 
     /// Compiles the engine from a parsed `tokenizer.json`; the seeded cache's merges and the
@@ -111,10 +112,11 @@ impl BpeEngine {
     /// # Errors
     /// The reason, naming the component, when some component is not one this engine reproduces.
     pub(crate) fn with_pool(
-        json: &Value,
+        doc: &Doc<'_>,
         seeding: Seeding,
         pool: Option<&Arc<rayon::ThreadPool>>,
     ) -> std::result::Result<BpeEngine, String> {
+        let json = &doc.json;
         let form = normalizer(&json["normalizer"])?;
         let mut stages = Vec::new();
         let mut byte_level = false;
@@ -122,14 +124,11 @@ impl BpeEngine {
         if !byte_level {
             return Err("the pre-tokenizer has no ByteLevel step, so the BPE model is not byte-level".into());
         }
-        let model_json = &json["model"];
-        let model = BpeModel::from_json(model_json)?;
-        let vocab = &model_json["vocab"];
-        let model_size = vocab.as_object().map_or(0, serde_json::Map::len);
+        let model = BpeModel::from_doc(doc)?;
         let added = AddedVocab::from_json(
             &json["added_tokens"],
-            |content| vocab[content].as_u64().and_then(|id| u32::try_from(id).ok()),
-            model_size,
+            |content| doc.vocab_id(content),
+            doc.vocab_len(),
             |content| match form {
                 Some(form) => form.normalize(content).map(|(c, _)| c).collect(),
                 None => content.to_string(),
@@ -152,7 +151,7 @@ impl BpeEngine {
                     .spawn(move || seed_and_search_yielding(&model, &seed, pool.as_ref()));
             }
         }
-        let cuts = if form.is_some() { CutRule::new(json).ok() } else { None };
+        let cuts = if form.is_some() { CutRule::new(doc).ok() } else { None };
         Ok(BpeEngine {
             added,
             form,
@@ -767,7 +766,7 @@ mod tests {
             "model": {"type": "BPE", "vocab": vocab, "merges": ["a b", "Ġ a", "Ġa b"]},
         });
         let pool = Arc::new(rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap());
-        let engine = BpeEngine::with_pool(&json, Seeding::Off, Some(&pool)).unwrap();
+        let engine = BpeEngine::with_pool(&Doc::from_value(json), Seeding::Off, Some(&pool)).unwrap();
         let text = "ab ab ab";
         let outside = engine.encode_segment(text).unwrap();
         assert_eq!(outside.ids, [256, 32, 256, 32, 256]);

@@ -30,10 +30,12 @@ use std::collections::HashMap;
 use std::sync::OnceLock;
 
 use rayon::prelude::*;
+#[cfg(test)]
 use serde_json::Value;
 
 use super::cache::{SeedCache, SEED_MAX_LEN};
 use super::table::{MergeMap, NO_RANK};
+use crate::doc::Doc;
 use crate::engine::merge_core;
 
 /// GPT-2's `bytes_to_unicode`: the printable character that stands for each byte.
@@ -132,11 +134,18 @@ impl Scratch {
 }
 
 impl BpeModel {
-    /// Builds the model from `tokenizer.json`'s `model` object.
+    /// Builds the model from a `tokenizer.json`'s `model` object alone (tests).
+    #[cfg(test)]
+    pub(crate) fn from_json(model: &Value) -> Result<BpeModel, String> {
+        Self::from_doc(&Doc::from_value(serde_json::json!({ "model": model })))
+    }
+
+    /// Builds the model from a parsed `tokenizer.json`'s model.
     ///
     /// # Errors
     /// The reason, when the model is not a byte-level BPE that this engine reproduces exactly.
-    pub(crate) fn from_json(model: &Value) -> Result<BpeModel, String> {
+    pub(crate) fn from_doc(doc: &Doc<'_>) -> Result<BpeModel, String> {
+        let model = &doc.json["model"];
         if model["type"].as_str() != Some("BPE") {
             return Err(format!("model {} is not BPE", model["type"].as_str().unwrap_or("?")));
         }
@@ -149,24 +158,17 @@ impl BpeModel {
             }
         }
         let table = char_to_byte_table();
-        let vocab_json = model["vocab"].as_object().ok_or("BPE vocab is not an object")?;
+        // One map of the file's strings, shared with every other reader (`doc.rs`).
+        let by_string = doc.vocab.as_ref().ok_or("BPE vocab is not an object of u32 ids")?;
         let mut vocab: HashMap<Box<[u8]>, u32, Hasher> =
-            HashMap::with_capacity_and_hasher(vocab_json.len(), Hasher::default());
-        let mut by_string: HashMap<&str, u32, Hasher> =
-            HashMap::with_capacity_and_hasher(vocab_json.len(), Hasher::default());
-        let mut max_id = 0u32;
-        for (token, id) in vocab_json {
-            let id = id
-                .as_u64()
-                .and_then(|i| u32::try_from(i).ok())
-                .filter(|&i| i < 1 << 31)
-                .ok_or("BPE vocab id is not below 2^31")?;
-            max_id = max_id.max(id);
-            by_string.insert(token.as_str(), id);
+            HashMap::with_capacity_and_hasher(by_string.len(), Hasher::default());
+        let max_id = by_string.values().copied().max().unwrap_or(0);
+        if max_id >= 1 << 31 {
+            return Err("BPE vocab id is not below 2^31".into());
         }
         let mut token_len = vec![0u32; max_id as usize + 1];
         let mut seen = vec![false; max_id as usize + 1];
-        for (&token, &id) in &by_string {
+        for (token, &id) in by_string {
             if std::mem::replace(&mut seen[id as usize], true) {
                 return Err(format!("BPE vocab id {id} is used twice"));
             }
@@ -184,22 +186,13 @@ impl BpeModel {
                 .get(&key[..])
                 .ok_or_else(|| format!("byte {b:#04x} has no token: characters could be dropped"))?;
         }
-        let merges_json = model["merges"].as_array().ok_or("BPE merges are not a list")?;
+        let merges_json = doc.merges.as_deref().ok_or("BPE merges are not a list")?;
         let mut merges = Vec::with_capacity(merges_json.len());
         // The merged token's spelling, rebuilt in one buffer (a `format!` per merge was a tenth of
         // the model's load).
         let mut joined = String::new();
         for merge in merges_json {
-            let (a, b) = match merge {
-                Value::String(line) => line.split_once(' ').ok_or_else(|| format!("bad merge {line:?}"))?,
-                Value::Array(pair) if pair.len() == 2 => {
-                    (pair[0].as_str().ok_or("bad merge pair")?, pair[1].as_str().ok_or("bad merge pair")?)
-                }
-                _ => return Err("bad merge entry".into()),
-            };
-            if merge.is_string() && b.contains(' ') {
-                return Err(format!("bad merge {merge}"));
-            }
+            let (a, b) = merge.sides()?;
             let id_of =
                 |s: &str| by_string.get(s).copied().ok_or_else(|| format!("merge token {s:?} is not in the vocab"));
             let (ia, ib) = (id_of(a)?, id_of(b)?);
@@ -623,8 +616,7 @@ mod tests {
                 eprintln!("NOTICE: {name} not found; skipped");
                 return None;
             };
-            let json: Value = serde_json::from_slice(&bytes).unwrap();
-            Some((name, BpeModel::from_json(&json["model"]).unwrap()))
+            Some((name, BpeModel::from_doc(&Doc::parse(&bytes).unwrap()).unwrap()))
         })
     }
 

@@ -32,12 +32,11 @@ mod model;
 
 use std::sync::{Arc, Mutex};
 
-use serde_json::Value;
-
 use super::bpe::added::AddedVocab;
 use super::bpe::cache::{self, Hit, WordCache};
 use super::{Engine, Segment};
 use crate::boundary::{CharMap, Junctions, PieceRule};
+use crate::doc::Doc;
 use crate::error::Result;
 use crate::options::SeedCache;
 use model::{Scratch, SpmModel};
@@ -67,13 +66,13 @@ impl SpmEngine {
     ///
     /// # Errors
     /// The reason, naming the component, when some component is not one this engine reproduces.
-    pub(crate) fn new(json: &Value, seeding: SeedCache) -> std::result::Result<SpmEngine, String> {
+    pub(crate) fn new(doc: &Doc<'_>, seeding: SeedCache) -> std::result::Result<SpmEngine, String> {
+        let json = &doc.json;
         let map = CharMap::from_json(&json["normalizer"])?;
-        let Some(rule) = PieceRule::new(json)? else {
+        let Some(rule) = PieceRule::new(doc)? else {
             return Err("the pre-tokenizer splits the text (not a SentencePiece-style pipeline)".into());
         };
-        let model_json = &json["model"];
-        let model = SpmModel::from_json(model_json)?;
+        let model = SpmModel::from_doc(doc)?;
         let single = |s: &str| -> std::result::Result<(u32, char), String> {
             let mut chars = s.chars();
             match (chars.next(), chars.next()) {
@@ -87,12 +86,10 @@ impl SpmEngine {
             single(to)?;
         }
         let prefix = map.prefix.as_deref().map(single).transpose()?;
-        let vocab = &model_json["vocab"];
-        let model_size = vocab.as_object().map_or(0, serde_json::Map::len);
         let added = AddedVocab::from_json(
             &json["added_tokens"],
-            |content| vocab[content].as_u64().and_then(|id| u32::try_from(id).ok()),
-            model_size,
+            |content| doc.vocab_id(content),
+            doc.vocab_len(),
             str::to_string,
         )?;
         if added.has_normalized() {

@@ -17,11 +17,12 @@
 //! `fuse_unk` never applies), no dropout, no subword prefix or suffix, no `ignore_merges`, ids
 //! and ranks that fit the packed merge table.
 
-use std::collections::HashMap;
 use std::sync::{Arc, OnceLock};
 
+#[cfg(test)]
 use serde_json::Value;
 
+use crate::doc::{Doc, TokenIds};
 use crate::engine::backtrack::{self, Backtrack};
 use crate::engine::bpe::table::{MergeMap, U64Map};
 use crate::engine::merge_core;
@@ -57,11 +58,18 @@ pub(crate) struct Scratch {
 }
 
 impl SpmModel {
-    /// Builds the model from `tokenizer.json`'s `model` object.
+    /// Builds the model from a `tokenizer.json`'s `model` object alone (tests).
+    #[cfg(test)]
+    pub(crate) fn from_json(model: &Value) -> Result<SpmModel, String> {
+        Self::from_doc(&Doc::from_value(serde_json::json!({ "model": model })))
+    }
+
+    /// Builds the model from a parsed `tokenizer.json`'s model.
     ///
     /// # Errors
     /// The reason, when the model is not one this engine reproduces exactly.
-    pub(crate) fn from_json(model: &Value) -> Result<SpmModel, String> {
+    pub(crate) fn from_doc(doc: &Doc<'_>) -> Result<SpmModel, String> {
+        let model = &doc.json["model"];
         if model["type"].as_str() != Some("BPE") {
             return Err(format!("model {} is not BPE", model["type"].as_str().unwrap_or("?")));
         }
@@ -79,16 +87,10 @@ impl SpmModel {
         if model["byte_fallback"].as_bool() != Some(true) {
             return Err("BPE without byte fallback is not supported by the SentencePiece engine".into());
         }
-        let vocab = model["vocab"].as_object().ok_or("BPE vocab is not an object")?;
-        let mut by_string: HashMap<&str, u32, ahash::RandomState> =
-            HashMap::with_capacity_and_hasher(vocab.len(), ahash::RandomState::default());
-        for (token, id) in vocab {
-            let id = id.as_u64().and_then(|i| u32::try_from(i).ok()).ok_or("BPE vocab id is not a u32")?;
-            by_string.insert(token.as_str(), id);
-        }
+        let by_string = doc.vocab.as_ref().ok_or("BPE vocab is not an object of u32 ids")?;
         let mut ascii = [u32::MAX; 128];
         let mut chars = U64Map::with_capacity(1024);
-        for (&token, &id) in &by_string {
+        for (token, &id) in by_string {
             let mut it = token.chars();
             if let (Some(c), None) = (it.next(), it.next()) {
                 if c.is_ascii() {
@@ -104,16 +106,10 @@ impl SpmModel {
                 .get(format!("<0x{b:02X}>").as_str())
                 .ok_or_else(|| format!("byte token <0x{b:02X}> is missing: characters could be unknown"))?;
         }
-        let merges_json = model["merges"].as_array().ok_or("BPE merges are not a list")?;
+        let merges_json = doc.merges.as_deref().ok_or("BPE merges are not a list")?;
         let mut merges = Vec::with_capacity(merges_json.len());
         for merge in merges_json {
-            let (a, b) = match merge {
-                Value::String(line) => line.split_once(' ').ok_or_else(|| format!("bad merge {line:?}"))?,
-                Value::Array(pair) if pair.len() == 2 => {
-                    (pair[0].as_str().ok_or("bad merge pair")?, pair[1].as_str().ok_or("bad merge pair")?)
-                }
-                _ => return Err("bad merge entry".into()),
-            };
+            let (a, b) = merge.sides()?;
             let id_of =
                 |s: &str| by_string.get(s).copied().ok_or_else(|| format!("merge token {s:?} is not in the vocab"));
             merges.push((id_of(a)?, id_of(b)?, id_of(&format!("{a}{b}"))?));
@@ -121,16 +117,16 @@ impl SpmModel {
         let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
         let mut model =
             SpmModel { ascii, chars, byte_ids, merges, spelling: (Vec::new(), Vec::new()), long: OnceLock::new() };
-        model.spelling = model.spell(&by_string).ok_or("the vocabulary is too large")?;
+        model.spelling = model.spell(by_string).ok_or("the vocabulary is too large")?;
         Ok(model)
     }
 
     /// The initial symbols of every token, by id: what HF's `merge_word` starts from on the
     /// token's characters (a byte token `<0xXX>` is its own symbol).
-    fn spell(&self, by_string: &HashMap<&str, u32, ahash::RandomState>) -> Option<(Vec<u32>, Vec<u32>)> {
+    fn spell(&self, by_string: &TokenIds<'_>) -> Option<(Vec<u32>, Vec<u32>)> {
         let size = by_string.values().max().map_or(0, |&id| id as usize + 1);
         let mut by_id: Vec<&str> = vec![""; size];
-        for (&token, &id) in by_string {
+        for (token, &id) in by_string {
             by_id[id as usize] = token;
         }
         let mut starts = Vec::with_capacity(size + 1);
@@ -265,8 +261,7 @@ mod tests {
                 eprintln!("NOTICE: {name} not found; skipped");
                 return None;
             };
-            let json: Value = serde_json::from_slice(&bytes).unwrap();
-            Some((name, SpmModel::from_json(&json["model"]).unwrap()))
+            Some((name, SpmModel::from_doc(&Doc::parse(&bytes).unwrap()).unwrap()))
         })
     }
 

@@ -37,6 +37,7 @@ use serde_json::Value;
 
 use super::out::Out;
 use super::{Engine, Segment};
+use crate::doc::Doc;
 use crate::error::{Error, Result};
 use added::{Added, Split};
 use model::WordPiece;
@@ -57,13 +58,20 @@ pub struct WordPieceEngine {
 }
 
 impl WordPieceEngine {
+    /// [`Self::new`] of a file parsed into a `Value` (tests).
+    #[cfg(test)]
+    pub(crate) fn from_json(json: &Value) -> std::result::Result<WordPieceEngine, String> {
+        Self::new(&Doc::from_value(json.clone()))
+    }
+
     /// Builds the engine from a parsed `tokenizer.json`.
     ///
     /// # Errors
     /// The reason when some component is not one this engine reproduces exactly: a model other
     /// than WordPiece, a normalizer other than BertNormalizer (or none), a pre-tokenizer other
     /// than BertPreTokenizer.
-    pub fn new(json: &Value) -> std::result::Result<WordPieceEngine, String> {
+    pub fn new(doc: &Doc<'_>) -> std::result::Result<WordPieceEngine, String> {
+        let json = &doc.json;
         let model_json = &json["model"];
         if model_json["type"].as_str() != Some("WordPiece") {
             return Err(format!("model {} is not WordPiece", model_json["type"].as_str().unwrap_or("?")));
@@ -88,7 +96,7 @@ impl WordPieceEngine {
                 json["pre_tokenizer"]["type"].as_str().unwrap_or("none")
             ));
         }
-        let (model, vocab) = WordPiece::from_json(model_json)?;
+        let (model, vocab) = WordPiece::from_doc(doc)?;
         let bert = Bert::new(options);
         let has_normalizer = !json["normalizer"].is_null();
         let (added, normalized_added) = Added::from_json(&json["added_tokens"], &vocab, |content| {

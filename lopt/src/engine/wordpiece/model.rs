@@ -254,16 +254,18 @@ impl std::fmt::Display for MissingUnk {
 }
 
 impl WordPiece {
-    /// The model and its vocabulary (borrowed from `model`) from `tokenizer.json`'s `model`.
-    pub(super) fn from_json(model: &serde_json::Value) -> Result<(WordPiece, Vocab<'_>), String> {
-        let vocab_json = model["vocab"].as_object().ok_or("WordPiece model without a vocab object")?;
-        let mut entries = Vec::with_capacity(vocab_json.len());
-        for (token, id) in vocab_json {
-            let id = id.as_u64().and_then(|i| u32::try_from(i).ok()).ok_or("WordPiece vocab id is not a u32")?;
-            entries.push((token.as_str(), id));
-        }
-        // Keys are distinct. lopt builds `serde_json` with `preserve_order`, so they come in the
-        // file's order (BERT's: by id) and are sorted here.
+    /// The model alone from a `tokenizer.json`'s `model` object (tests).
+    #[cfg(test)]
+    pub(super) fn from_json(model: &serde_json::Value) -> Result<WordPiece, String> {
+        Self::from_doc(&crate::doc::Doc::from_value(serde_json::json!({ "model": model }))).map(|(m, _)| m)
+    }
+
+    /// The model and its vocabulary (borrowed from `doc`) from a parsed `tokenizer.json`'s model.
+    pub(super) fn from_doc<'d>(doc: &'d crate::doc::Doc<'_>) -> Result<(WordPiece, Vocab<'d>), String> {
+        let model = &doc.json["model"];
+        let vocab_json = doc.vocab.as_ref().ok_or("WordPiece model without a vocab object of u32 ids")?;
+        let mut entries: Vec<(&str, u32)> = vocab_json.iter().map(|(token, &id)| (&**token, id)).collect();
+        // Keys are distinct (a map's); they come in hash order and are sorted here.
         entries.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let vocab = Vocab { entries };
         let unk_token = model["unk_token"].as_str().unwrap_or("[UNK]");
@@ -359,7 +361,6 @@ mod tests {
             "unk_token": "[UNK]", "continuing_subword_prefix": "##", "max_input_chars_per_word": 5, "vocab": map
         }))
         .unwrap()
-        .0
     }
 
     fn run(m: &WordPiece, w: &str) -> Vec<(u32, usize, usize)> {

@@ -30,7 +30,7 @@ struct Pair {
 
 fn pair_from_json(name: &'static str, json: &Value) -> Pair {
     let hf = tokenizers::Tokenizer::from_bytes(json.to_string().as_bytes()).unwrap();
-    Pair { name, hf: HfEngine::new(Arc::new(hf)), native: WordPieceEngine::new(json).unwrap() }
+    Pair { name, hf: HfEngine::new(Arc::new(hf)), native: WordPieceEngine::from_json(json).unwrap() }
 }
 
 fn pairs() -> Vec<Pair> {
@@ -331,7 +331,7 @@ fn normalized_and_stripping_added_tokens() {
         }
         let mut json = base.clone();
         json["pre_tokenizer"] = serde_json::json!({"type": "Whitespace"});
-        assert!(WordPieceEngine::new(&json).is_err());
+        assert!(WordPieceEngine::from_json(&json).is_err());
     }
 }
 
@@ -463,6 +463,6 @@ fn build_time() {
     let path = fixture_path("bert-base-uncased").unwrap();
     let json: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
     let t = std::time::Instant::now();
-    let engine = WordPieceEngine::new(&json).unwrap();
+    let engine = WordPieceEngine::from_json(&json).unwrap();
     println!("build {:?} units {}", t.elapsed(), engine.model.units());
 }
