@@ -15,7 +15,7 @@ use std::sync::{Arc, OnceLock};
 
 use rayon::prelude::*;
 
-use crate::encoding::{Encoding, Tokens, Vocab};
+use crate::encoding::{Encoding, Fill, Lazy, Tokens, Vocab, Words};
 use crate::engine::Segment;
 use crate::trace;
 
@@ -193,13 +193,14 @@ pub(crate) fn assemble(
 /// [`assemble`] for a text that is one segment (every text on one thread, and every short
 /// one): the segment's ids and offsets become the encoding's columns without a copy, the
 /// template's special tokens put around them in place (their room is usually there already: the
-/// engines reserve more rows than a text has tokens), offsets trimmed in place; only the columns
-/// the segment has no counterpart of are written. Why: the column-by-column copy of
+/// engines reserve more rows than a text has tokens), offsets trimmed in place; the segment's
+/// `u32` word ids become the recipe of the lazy word-id column and the template's columns are
+/// recipes too ([`template_columns`]), so nothing is written per token here. Why: the column-by-column copy of
 /// [`assemble_parts`] was 6 % of the instructions of a fresh English encode on one thread and
 /// 38 % of its L1 read misses (qwen3, session 7); ids and offsets are 20 of its 40 bytes per token.
 /// `segment`'s columns must have equal lengths (the caller checks).
 fn assemble_one(segment: Segment, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
-    let Segment { mut ids, tokens, mut offsets, word_ids: words, .. } = segment;
+    let Segment { mut ids, tokens, mut offsets, word_ids: mut words, .. } = segment;
     let len = ids.len();
     debug_assert!(offsets.len() == len && words.len() == len);
     if let Some(trim) = &layout.trim {
@@ -219,21 +220,8 @@ fn assemble_one(segment: Segment, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> En
     // back (a shrink in place, no copy), so the encoding holds what `assemble_parts` would.
     ids.shrink_to_fit();
     offsets.shrink_to_fit();
-    let mut word_ids = Vec::with_capacity(n);
-    word_ids.extend(prefix.iter().map(|_| None));
-    word_ids.extend(words.iter().map(|&w| Some(w)));
-    word_ids.extend(suffix.iter().map(|_| None));
-    // Zero columns are allocated zeroed (no loop over them); the specials' slots are set after.
-    let mut type_ids = vec![layout.type_id; n];
-    let mut special_tokens_mask = vec![0; n];
-    for (i, &(_, type_id)) in prefix.iter().enumerate() {
-        type_ids[i] = type_id;
-        special_tokens_mask[i] = 1;
-    }
-    for (i, &(_, type_id)) in suffix.iter().enumerate() {
-        type_ids[prefix.len() + len + i] = type_id;
-        special_tokens_mask[prefix.len() + len + i] = 1;
-    }
+    words.shrink_to_fit();
+    let (type_ids, special_tokens_mask, attention_mask) = template_columns(layout, n);
     let tokens = if tokens.len() == len && len > 0 {
         let mut all = Vec::with_capacity(n);
         all.extend(prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
@@ -248,11 +236,25 @@ fn assemble_one(segment: Segment, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> En
         type_ids,
         tokens,
         offsets,
-        word_ids,
+        word_ids: Lazy::new(Words::new(prefix.len(), words, suffix.len())),
         special_tokens_mask,
-        attention_mask: vec![1; n],
+        attention_mask,
         overflowing: Vec::new(),
     }
+}
+
+/// The columns that follow from the template alone, for an encoding of `n` tokens laid out as
+/// `layout` says: type ids, special-tokens mask, attention mask, each written out only if read.
+fn template_columns(layout: &Layout<'_>, n: usize) -> (Lazy<Fill>, Lazy<Fill>, Lazy<Fill>) {
+    let (prefix, suffix) = (layout.prefix, layout.suffix);
+    let type_ids = Fill::new(
+        n,
+        layout.type_id,
+        prefix.iter().map(|&(_, t)| t).collect(),
+        suffix.iter().map(|&(_, t)| t).collect(),
+    );
+    let special = Fill::new(n, 0, vec![1; prefix.len()], vec![1; suffix.len()]);
+    (Lazy::new(type_ids), Lazy::new(special), Lazy::new(Fill::new(n, 1, Vec::new(), Vec::new())))
 }
 
 /// Writes `parts` in order into an [`Encoding`] laid out as `layout` says, one part per task when
@@ -278,11 +280,11 @@ pub(crate) fn assemble_parts(
     drop(allocating);
     let (mut head, rest) = columns.spare().split_at(prefix);
     let (mut text, mut tail) = rest.split_at(text_tokens);
-    for (i, &(id, type_id)) in layout.prefix.iter().enumerate() {
-        head.write(i, id, type_id, (0, 0), None, 1);
+    for (i, &(id, _)) in layout.prefix.iter().enumerate() {
+        head.write(i, id);
     }
-    for (i, &(id, type_id)) in layout.suffix.iter().enumerate() {
-        tail.write(i, id, type_id, (0, 0), None, 1);
+    for (i, &(id, _)) in layout.suffix.iter().enumerate() {
+        tail.write(i, id);
     }
 
     let mut jobs = Vec::with_capacity(parts.len());
@@ -312,43 +314,41 @@ pub(crate) fn assemble_parts(
     // window, whatever the part's column lengths).
     let encoding_columns = unsafe { columns.assume_init(n) };
     let tokens = Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() };
-    let (ids, type_ids, offsets, word_ids, special_tokens_mask, attention_mask) = encoding_columns;
-    Encoding { ids, type_ids, tokens, offsets, word_ids, special_tokens_mask, attention_mask, overflowing: Vec::new() }
+    let (ids, offsets, word_ids) = encoding_columns;
+    let (type_ids, special_tokens_mask, attention_mask) = template_columns(layout, n);
+    Encoding {
+        ids,
+        type_ids,
+        tokens,
+        offsets,
+        word_ids: word_ids.into(),
+        special_tokens_mask,
+        attention_mask,
+        overflowing: Vec::new(),
+    }
 }
 
-/// The per-token columns of an encoding under construction.
+/// The per-token columns of an encoding under construction that depend on the text's tokens
+/// (the others follow from the template: [`template_columns`]).
 struct Columns {
     ids: Vec<u32>,
-    type_ids: Vec<u32>,
     offsets: Vec<(usize, usize)>,
     word_ids: Vec<Option<u32>>,
-    special_tokens_mask: Vec<u32>,
-    attention_mask: Vec<u32>,
 }
 
-type Finished = (Vec<u32>, Vec<u32>, Vec<(usize, usize)>, Vec<Option<u32>>, Vec<u32>, Vec<u32>);
+type Finished = (Vec<u32>, Vec<(usize, usize)>, Vec<Option<u32>>);
 
 impl Columns {
     fn with_capacity(n: usize) -> Self {
-        Columns {
-            ids: Vec::with_capacity(n),
-            type_ids: Vec::with_capacity(n),
-            offsets: Vec::with_capacity(n),
-            word_ids: Vec::with_capacity(n),
-            special_tokens_mask: Vec::with_capacity(n),
-            attention_mask: Vec::with_capacity(n),
-        }
+        Columns { ids: Vec::with_capacity(n), offsets: Vec::with_capacity(n), word_ids: Vec::with_capacity(n) }
     }
 
     /// The uninitialized slots of every column.
     fn spare(&mut self) -> Slots<'_> {
         Slots {
             ids: self.ids.spare_capacity_mut(),
-            type_ids: self.type_ids.spare_capacity_mut(),
             offsets: self.offsets.spare_capacity_mut(),
             word_ids: self.word_ids.spare_capacity_mut(),
-            special_tokens_mask: self.special_tokens_mask.spare_capacity_mut(),
-            attention_mask: self.attention_mask.spare_capacity_mut(),
         }
     }
 
@@ -359,45 +359,26 @@ impl Columns {
         // the capacity every column was created with.
         unsafe {
             self.ids.set_len(n);
-            self.type_ids.set_len(n);
             self.offsets.set_len(n);
             self.word_ids.set_len(n);
-            self.special_tokens_mask.set_len(n);
-            self.attention_mask.set_len(n);
         }
-        (self.ids, self.type_ids, self.offsets, self.word_ids, self.special_tokens_mask, self.attention_mask)
+        (self.ids, self.offsets, self.word_ids)
     }
 }
 
 /// Disjoint windows of uninitialized slots, one per column, all of the same length.
 struct Slots<'a> {
     ids: &'a mut [MaybeUninit<u32>],
-    type_ids: &'a mut [MaybeUninit<u32>],
     offsets: &'a mut [MaybeUninit<(usize, usize)>],
     word_ids: &'a mut [MaybeUninit<Option<u32>>],
-    special_tokens_mask: &'a mut [MaybeUninit<u32>],
-    attention_mask: &'a mut [MaybeUninit<u32>],
 }
 
 impl<'a> Slots<'a> {
     fn split_at(self, mid: usize) -> (Slots<'a>, Slots<'a>) {
         let (ids, ids_rest) = self.ids.split_at_mut(mid);
-        let (type_ids, type_rest) = self.type_ids.split_at_mut(mid);
         let (offsets, offsets_rest) = self.offsets.split_at_mut(mid);
         let (word_ids, words_rest) = self.word_ids.split_at_mut(mid);
-        let (special, special_rest) = self.special_tokens_mask.split_at_mut(mid);
-        let (attention, attention_rest) = self.attention_mask.split_at_mut(mid);
-        (
-            Slots { ids, type_ids, offsets, word_ids, special_tokens_mask: special, attention_mask: attention },
-            Slots {
-                ids: ids_rest,
-                type_ids: type_rest,
-                offsets: offsets_rest,
-                word_ids: words_rest,
-                special_tokens_mask: special_rest,
-                attention_mask: attention_rest,
-            },
-        )
+        (Slots { ids, offsets, word_ids }, Slots { ids: ids_rest, offsets: offsets_rest, word_ids: words_rest })
     }
 
     /// Writes the tokens of `part`, the text's tokens from `first_token` on, into every slot of
@@ -412,15 +393,6 @@ impl<'a> Slots<'a> {
         let known = n.min(part.ids.len()).min(part.offsets.len()).min(part.word_ids.len());
         for (slot, &id) in self.ids.iter_mut().zip(&part.ids[..known]) {
             slot.write(id);
-        }
-        for slot in self.type_ids.iter_mut() {
-            slot.write(layout.type_id);
-        }
-        for slot in self.special_tokens_mask.iter_mut() {
-            slot.write(0);
-        }
-        for slot in self.attention_mask.iter_mut() {
-            slot.write(1);
         }
         let words_before = part.words_before;
         for (slot, &w) in self.word_ids.iter_mut().zip(&part.word_ids[..known]) {
@@ -449,13 +421,11 @@ impl<'a> Slots<'a> {
         }
     }
 
-    fn write(&mut self, i: usize, id: u32, type_id: u32, offsets: (usize, usize), word: Option<u32>, special: u32) {
+    /// A special token of the template at slot `i`: no offsets, no word.
+    fn write(&mut self, i: usize, id: u32) {
         self.ids[i].write(id);
-        self.type_ids[i].write(type_id);
-        self.offsets[i].write(offsets);
-        self.word_ids[i].write(word);
-        self.special_tokens_mask[i].write(special);
-        self.attention_mask[i].write(1);
+        self.offsets[i].write((0, 0));
+        self.word_ids[i].write(None);
     }
 }
 
