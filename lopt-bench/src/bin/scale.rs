@@ -237,6 +237,10 @@ struct CallTrace {
     fill: f64,
     /// First copy job's start after the caller entered the copy's pool.
     copy_wake: f64,
+    /// Last copy job's start after the caller entered the copy's pool.
+    copy_last: f64,
+    /// Longest copy job.
+    copy_max: f64,
     free: f64,
     /// From the pool's return to the end of the call (alloc, fill, free, the rest of finishing).
     after: f64,
@@ -270,8 +274,12 @@ impl CallTrace {
             call.join = ms(pooled.end_ns.saturating_sub(last_end));
         }
         if let Some(fill) = find("fill") {
-            let first = events.iter().filter(|e| e.what == "copy").map(|e| e.start_ns).min();
+            let copies: Vec<_> = events.iter().filter(|e| e.what == "copy").collect();
+            let first = copies.iter().map(|e| e.start_ns).min();
+            let last = copies.iter().map(|e| e.start_ns).max();
             call.copy_wake = first.map_or(0.0, |s| ms(s.saturating_sub(fill.start_ns)));
+            call.copy_last = last.map_or(0.0, |s| ms(s.saturating_sub(fill.start_ns)));
+            call.copy_max = copies.iter().map(|e| ms(e.end_ns - e.start_ns)).fold(0.0, f64::max);
         }
         call
     }
@@ -309,7 +317,7 @@ impl CallTrace {
         let work: f64 = self.segments.iter().map(|s| s.2).sum();
         println!(
             "call doc={doc} wall={:.3} plan={:.3} before={:.3} pooled={:.3} wake_first={:.3} wake_last={:.3} \
-             imbalance={:.3} join={:.3} alloc={:.3} fill={:.3} copy_wake={:.3} free={:.3} after={:.3} drop={:.3} \
+             imbalance={:.3} join={:.3} alloc={:.3} fill={:.3} copy_wake={:.3} copy_last={:.3} copy_max={:.3} free={:.3} after={:.3} drop={:.3} \
              seg_sum={:.3} segments={} threads_used={used} most_per_thread={most}",
             self.wall,
             self.plan,
@@ -322,6 +330,8 @@ impl CallTrace {
             self.alloc,
             self.fill,
             self.copy_wake,
+            self.copy_last,
+            self.copy_max,
             self.free,
             self.after,
             self.dropped,
@@ -340,7 +350,7 @@ fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64) 
     let med = |f: &dyn Fn(&CallTrace) -> f64| median(&mut calls.iter().map(f).collect::<Vec<_>>());
     let wall = med(&|c| c.wall);
     let pct = |v: f64| if wall > 0.0 { 100.0 * v / wall } else { 0.0 };
-    let rows: [(&str, f64); 15] = [
+    let rows: [(&str, f64); 17] = [
         ("wall", wall),
         ("serial before the pool (plan included)", med(&|c| c.before)),
         ("  plan (boundary search)", med(&|c| c.plan)),
@@ -354,6 +364,8 @@ fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64) 
         ("  alloc columns", med(&|c| c.alloc)),
         ("  fill (parallel copy, caller's view)", med(&|c| c.fill)),
         ("  copy wake (first copy job start)", med(&|c| c.copy_wake)),
+        ("  copy wake (last copy job start)", med(&|c| c.copy_last)),
+        ("  longest copy job", med(&|c| c.copy_max)),
         ("  free segments", med(&|c| c.free)),
         ("drop encoding (caller)", med(&|c| c.dropped)),
     ];
