@@ -19,6 +19,13 @@
 //! a token spelled wrongly is never compatible, so the search only loses it (and falls back to the
 //! heap merge if it needed it). The answers are memoized per call, which makes repetitive words
 //! (the slow case of the heap) cheap.
+//!
+//! Words of short tokens (random digits: 3.6 checks per token, most of them rank walks the memo
+//! cannot answer) are first merged in windows of [`WINDOW`] symbols by the stack merge, with one
+//! compatibility check at each joint between windows ([`Backtrack::windows`]); the search takes
+//! over where that pass gives up or finds long tokens. Invariant of both: the tokens kept are
+//! pairwise compatible and spelled by the symbols they cover, so they are BPE of those symbols;
+//! the work stays linear (each window moves on by at least one token, failed joints are bounded).
 
 use crate::engine::bpe::table::{MergeMap, U64Map, EMPTY, NO_RANK};
 use crate::engine::merge_core;
@@ -27,6 +34,14 @@ const NONE: u32 = u32::MAX;
 
 /// Entries of the per-call memo of compatibility answers (direct-mapped).
 const MEMO: usize = 1 << 12;
+
+/// Symbols per window of [`Backtrack::encode`]'s windowed pass: what the stack merge takes.
+const WINDOW: usize = merge_core::SCAN_LIMIT;
+
+/// Symbols at a window's right end whose tokens the windowed pass does not keep (BPE of the
+/// window decides them without the text after it), and how far it steps back past a joint that
+/// fails. Tuned on random digits (claude, gpt2): see `docs/benchmarks.md`, session 9.
+const MARGIN: usize = 4;
 
 /// How the merge of one token's symbols alone ends ([`Backtrack::walks`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,6 +91,8 @@ pub(crate) struct Scratch {
     pair: Vec<u32>,
     merged: Vec<u32>,
     merge: merge_core::Scratch,
+    /// One window's tokens: `(id, end)`, `end` relative to the window's start.
+    window: Vec<(u32, u32)>,
 }
 
 impl Backtrack {
@@ -243,6 +260,10 @@ impl Backtrack {
     /// like [`merge_core::merge`] (the index of the last symbol each token covers); `false` (and
     /// nothing emitted) if the search fails, which the argument of the module rules out when every
     /// token BPE needs is spelled right, and which then leaves the word to the heap merge.
+    ///
+    /// Tried first: the windowed pass ([`Self::windows`]), which merges the text a stack-sized
+    /// window at a time and checks one compatibility per window instead of several per token;
+    /// where it gives up, the search.
     pub(crate) fn encode(
         &self,
         merges: &MergeMap,
@@ -250,18 +271,121 @@ impl Backtrack {
         scratch: &mut Scratch,
         mut emit: impl FnMut(u32, usize),
     ) -> bool {
-        let n = text.len();
-        let mut tokens = std::mem::take(&mut scratch.tokens);
-        let mut alive = std::mem::take(&mut scratch.alive);
         if scratch.memo.len() != MEMO {
             scratch.memo = vec![(u64::MAX, false); MEMO];
         }
-        tokens.clear();
+        scratch.tokens.clear();
+        let found = text.len() > WINDOW && self.windows(merges, text, scratch) || self.search(merges, text, scratch);
+        if found {
+            let mut end = 0usize;
+            for &id in &scratch.tokens {
+                end += self.spelling(id).len();
+                emit(id, end - 1);
+            }
+        }
+        found
+    }
+
+    /// BPE of `text` into `scratch.tokens` by windows (`false` when it gives up): merge the
+    /// symbols from the end of the tokens kept so far, a window of [`WINDOW`] at a time, with the
+    /// stack merge; keep the window's tokens up to [`MARGIN`] symbols before its end (all of them
+    /// at the text's end), provided that the window's first token is compatible with the last
+    /// token kept. Exact by claim 1 of `docs/correctness.md` 4.1: the tokens of one window's BPE
+    /// are pairwise compatible (its "only if" direction, applied to the window's text), every
+    /// joint between windows is checked, and the first token is BPE's output, so reachable; the
+    /// check reads the two tokens' spellings, so it also asks that these are the symbols the
+    /// tokens cover. Where a joint fails, the kept tokens are dropped back at least [`MARGIN`]
+    /// symbols before it, so that the next window sees the joint's text with context on both
+    /// sides; past a budget of failures (a cycle, or a text where the margin is too short), the
+    /// pass gives up and the search takes the word from its start.
+    ///
+    /// Where the first window's tokens are long (more than 3 symbols each on average: runs of one letter,
+    /// of spaces), the search is cheaper (few checks per symbol, most of them answered by its
+    /// memo) than merging windows that keep one or two tokens each, so the search goes on from
+    /// the tokens kept so far (`false` with them in `scratch.tokens`): they are compatible
+    /// pairwise, so they are BPE of their text (claim 2), as the search's own would be.
+    fn windows(&self, merges: &MergeMap, text: &[u32], scratch: &mut Scratch) -> bool {
+        let n = text.len();
+        let mut tokens = std::mem::take(&mut scratch.tokens);
+        let mut window = std::mem::take(&mut scratch.window);
+        let mut pos = 0usize;
+        let mut failures = 0usize;
+        let budget = n / (4 * WINDOW) + 4;
+        let done = loop {
+            if pos >= n {
+                break true;
+            }
+            let end = (pos + WINDOW).min(n);
+            window.clear();
+            merge_core::merge_window(merges, &text[pos..end], |id, last| window.push((id, last as u32 + 1)));
+            let Some(&(first, first_end)) = window.first() else { break false };
+            let joins = match tokens.last() {
+                None => true,
+                Some(&last) => {
+                    let before = self.spelling(last);
+                    self.spelling(first) == &text[pos..pos + first_end as usize]
+                        && pos >= before.len()
+                        && before == &text[pos - before.len()..pos]
+                        && self.compatible(merges, last, first, scratch)
+                }
+            };
+            if !joins {
+                failures += 1;
+                if failures > budget {
+                    tokens.clear();
+                    break false;
+                }
+                let back = pos.saturating_sub(MARGIN);
+                while pos > back {
+                    let Some(last) = tokens.pop() else { break };
+                    pos -= self.spelling(last).len();
+                }
+                continue;
+            }
+            // At least the first token, so that every window moves on.
+            let keep = if end == n { n - pos } else { (end - pos - MARGIN).max(first_end as usize) };
+            let mut kept = 0;
+            let mut spelled = true;
+            for &(id, stop) in &window {
+                if stop as usize > keep {
+                    break;
+                }
+                // Positions are recounted from the spellings (stepping back, emitting).
+                spelled &= self.spelling(id).len() == stop as usize - kept;
+                tokens.push(id);
+                kept = stop as usize;
+            }
+            if !spelled {
+                tokens.clear();
+                break false;
+            }
+            // Decided on the first window: the tokens of random digits (2.4 symbols each on
+            // claude) fluctuate from window to window.
+            if tokens.len() * 3 < kept && pos == 0 && kept < n {
+                break false;
+            }
+            pos += kept;
+        };
+        scratch.tokens = tokens;
+        scratch.window = window;
+        done
+    }
+
+    /// The backtracking search of the module's header into `scratch.tokens`, going on from the
+    /// tokens there (pairwise compatible, spelled by the start of `text`); `false` if it fails.
+    fn search(&self, merges: &MergeMap, text: &[u32], scratch: &mut Scratch) -> bool {
+        let n = text.len();
+        let mut tokens = std::mem::take(&mut scratch.tokens);
+        let mut alive = std::mem::take(&mut scratch.alive);
         alive.clear();
         alive.resize(n / 64 + 1, u64::MAX);
-        let mut pos = 0usize;
-        let mut next = self.longest(text);
-        let mut found = next != NONE || n == 0;
+        let mut pos: usize = tokens.iter().map(|&id| self.spelling(id).len()).sum();
+        // The tokens given are not the search's own choices: where it steps back into them, it
+        // tries every token at that position (not only those shorter than the one it drops,
+        // which is all that is left after its own longest-first tries).
+        let mut given = tokens.len();
+        let mut next = self.longest(text.get(pos..).unwrap_or(&[]));
+        let mut found = next != NONE || pos == n;
         while found && pos < n {
             let mut token = next;
             let last = tokens.last().copied().unwrap_or(NONE);
@@ -293,17 +417,15 @@ impl Backtrack {
                     Some(last) => {
                         pos -= self.spelling(last).len();
                         next = last;
+                        if tokens.len() < given {
+                            given = tokens.len();
+                            // `last` is among them again; its end is dead, so it fails at once.
+                            next = self.longest(&text[pos..]);
+                        }
                     }
                     None => found = false,
                 }
                 break;
-            }
-        }
-        if found {
-            let mut end = 0usize;
-            for &id in &tokens {
-                end += self.spelling(id).len();
-                emit(id, end - 1);
             }
         }
         scratch.tokens = tokens;
@@ -314,6 +436,13 @@ impl Backtrack {
 
 #[cfg(test)]
 impl Backtrack {
+    /// The search alone, going on from `given` (BPE of a prefix of `text`), for the tests.
+    pub(crate) fn search_from(&self, merges: &MergeMap, text: &[u32], given: &[u32]) -> Option<Vec<u32>> {
+        let mut scratch = Scratch { memo: vec![(u64::MAX, false); MEMO], ..Scratch::default() };
+        scratch.tokens.extend_from_slice(given);
+        self.search(merges, text, &mut scratch).then_some(scratch.tokens)
+    }
+
     /// Compares every token's history with the textbook loop's ([`history`]), and the rank walk
     /// with merging the pair's symbols on every pair of reachable tokens whose merges apply
     /// non-decreasing ranks, among `limit` such tokens spread over the ids; returns the number

@@ -44,7 +44,23 @@ pub(crate) fn merge(merges: &MergeMap, symbols: &[u32], scratch: &mut Scratch, e
 /// starting at each live symbol, a linked list of live symbols, and a scan for the minimum per
 /// merge (no heap, no shifting).
 #[inline(always)]
-pub(crate) fn merge_scan(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
+pub(crate) fn merge_scan(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
+    scan::<false>(merges, symbols, emit);
+}
+
+/// [`merge_scan`] for windows of about [`SCAN_LIMIT`] symbols (the long-word pass of
+/// `engine/backtrack.rs`): the minimum is found over all [`SCAN_LIMIT`] slots at once, a
+/// reduction and a comparison mask that the compiler turns into vector code, instead of the
+/// branchy scan of the live prefix, which costs about 300 instructions per merge on a full
+/// window and which short words (the common case, a few symbols) keep.
+#[inline(always)]
+pub(crate) fn merge_window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
+    scan::<true>(merges, symbols, emit);
+}
+
+/// The stack merge of [`merge_scan`] and [`merge_window`]; `WIDE` picks the minimum's search.
+#[inline(always)]
+fn scan<const WIDE: bool>(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
     let n = symbols.len().min(SCAN_LIMIT);
     if n == 0 {
         return;
@@ -67,12 +83,25 @@ pub(crate) fn merge_scan(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMu
     loop {
         let mut best = NO_RANK;
         let mut at = 0;
-        // Dead symbols and the last one hold NO_RANK; strictly lower keeps the leftmost of
-        // equal ranks.
-        for (k, &r) in ranks[..n].iter().enumerate() {
-            if r < best {
-                best = r;
-                at = k;
+        if WIDE {
+            // Slots past `n` hold NO_RANK like dead symbols; the lowest set bit of the mask is
+            // the leftmost of equal ranks.
+            let mut lanes = [NO_RANK; 8];
+            for chunk in ranks.chunks_exact(8) {
+                for (m, &r) in lanes.iter_mut().zip(chunk) {
+                    *m = (*m).min(r);
+                }
+            }
+            best = lanes.iter().fold(NO_RANK, |m, &r| m.min(r));
+            at = ranks.iter().position(|&r| r == best).unwrap_or(0);
+        } else {
+            // Dead symbols and the last one hold NO_RANK; strictly lower keeps the leftmost of
+            // equal ranks.
+            for (k, &r) in ranks[..n].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = k;
+                }
             }
         }
         if best == NO_RANK {
@@ -190,6 +219,9 @@ mod tests {
             let symbols: Vec<u32> = (0..len).map(|k| ((state >> (k % 48)) & 1) as u32).collect();
             let scan = run(&merges, &symbols, false);
             assert_eq!(scan, run(&merges, &symbols, true), "{symbols:?}");
+            let mut window = Vec::new();
+            merge_window(&merges, &symbols, |id, last| window.push((id, last)));
+            assert_eq!(scan, window, "{symbols:?}");
             // Every symbol is covered once, in order.
             assert_eq!(scan.last().map(|&(_, last)| last), Some(len - 1));
         }

@@ -122,6 +122,39 @@ mod tests {
         assert!(walks.0 > 500 && walks.1 > 20, "walkable and other tokens: {walks:?}");
     }
 
+    /// The search handed BPE of a prefix (as the windowed pass hands it over) must still find
+    /// BPE of the whole word, also where it has to step back into the tokens it was given and
+    /// try tokens longer than the one it drops there (a first version of the hand-over tried
+    /// only shorter ones: the search failed on qwen3's and claude's runs of spaces, which then
+    /// went to the heap merge).
+    #[test]
+    fn search_goes_on_from_given_tokens() {
+        let mut checked = 0;
+        for seed in 1..40u64 {
+            let letters = 1 + (seed % 3) as u8;
+            let model = random_model(seed * 104_729, letters, 20 + (seed as usize * 7) % 50);
+            let Some(search) = search(&model) else { continue };
+            let mut state = seed | 1;
+            for _ in 0..100 {
+                let len = 2 + (state % 120) as usize;
+                let alphabet: Vec<u8> = (0..letters).map(|k| b'a' + k).collect();
+                let word = crate::engine::random_word(&mut state, &alphabet, len);
+                let symbols: Vec<u32> = word.iter().map(|&b| model.byte_ids[usize::from(b)]).collect();
+                let cut = 1 + (state % (len as u64 - 1)) as usize;
+                let given = heap_bpe(&model, &word[..cut]);
+                let got = search.search_from(&model.merges, &symbols, &given);
+                assert_eq!(
+                    got,
+                    Some(heap_bpe(&model, &word)),
+                    "seed {seed}: {:?} cut at {cut}",
+                    String::from_utf8_lossy(&word)
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 2000, "only {checked} words checked");
+    }
+
     /// The search against the heap merge on the real vocabularies: runs of one byte, of spaces,
     /// random base64 and digits, random words over small alphabets.
     #[test]
