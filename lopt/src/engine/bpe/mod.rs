@@ -350,17 +350,21 @@ struct Run<'a, const FULL: bool> {
     tokens: Vec<(u32, u32)>,
 }
 
-/// The pre-tokens of a piece of `text` that starts at `base`, into the run.
-struct Words<'r, 'a, 't, const FULL: bool> {
+/// The pre-tokens of a piece of `text` that starts at `base`, into the run. `ALIGNED`: whether
+/// `text` is a normalized range with its alignments (else the segment itself, which is nearly
+/// always the case): monomorphized so that the per-word loop over raw text neither loads nor
+/// tests the alignments (a constant `None`), which freed registers in the scanner's loop.
+struct Words<'r, 'a, 't, const FULL: bool, const ALIGNED: bool> {
     run: &'r mut Run<'a, FULL>,
     text: Text<'t>,
     base: usize,
 }
 
-impl<const FULL: bool> pretok::Sink for Words<'_, '_, '_, FULL> {
+impl<const FULL: bool, const ALIGNED: bool> pretok::Sink for Words<'_, '_, '_, FULL, ALIGNED> {
     #[inline(always)]
     fn piece(&mut self, start: usize, end: usize) {
-        self.run.word(self.text, self.base + start, self.base + end);
+        let text = if ALIGNED { self.text } else { Text { str: self.text.str, aligned: None } };
+        self.run.word(text, self.base + start, self.base + end);
     }
 }
 
@@ -484,7 +488,12 @@ impl<const FULL: bool> Run<'_, FULL> {
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
     fn pre_tokenize(&mut self, text: Text<'_>, start: usize, end: usize) {
         let engine = self.engine;
-        engine.pre_tokenizer.split(&text.str[start..end], &mut Words { run: self, text, base: start });
+        let piece = &text.str[start..end];
+        if text.aligned.is_none() {
+            engine.pre_tokenizer.split(piece, &mut Words::<FULL, false> { run: self, text, base: start });
+        } else {
+            engine.pre_tokenizer.split(piece, &mut Words::<FULL, true> { run: self, text, base: start });
+        }
     }
 
     /// A piece between raw added tokens: the normalized added tokens, then pre-tokens.
