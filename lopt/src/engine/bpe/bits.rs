@@ -250,6 +250,69 @@ pub(crate) fn alphanumeric_end(s: &[u8], from: usize) -> usize {
     )
 }
 
+/// The end of the run, from the character boundary `from` of the valid UTF-8 `s`, of 3-byte
+/// characters whose lead byte is in `first..=last` (a range of 3-byte lead bytes, 0xe1..=0xef):
+/// CJK ideographs by their lead byte, which the callers prove to be of one class. On
+/// [`Kernel::Bulk`] (x86-64) 16 bytes at a time: a window whose bytes are all such leads or
+/// continuation bytes holds only such characters (a continuation byte belongs to the lead
+/// before it, and the window starts at a boundary), so the run goes on after the character of
+/// its last lead; otherwise the run ends at the window's first other byte, which is not a
+/// continuation byte and so a character boundary. The tail, and [`Kernel::Scalar`], go one
+/// character at a time (the twin the unit tests compare it with).
+#[inline(always)]
+pub(crate) fn lead3_run_end(kernel: Kernel, s: &[u8], from: usize, first: u8, last: u8) -> usize {
+    let mut j = from;
+    #[cfg(target_arch = "x86_64")]
+    if kernel == Kernel::Bulk {
+        j = lead3_run_end_sse2(s, j, first, last);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = kernel;
+    while s.get(j).is_some_and(|&b| b.wrapping_sub(first) <= last.wrapping_sub(first)) {
+        j += 3;
+    }
+    // A boundary of valid UTF-8 is at most the length; `min` keeps slices by it in bounds.
+    j.min(s.len())
+}
+
+/// The bulk part of [`lead3_run_end`]: whole 16-byte windows, as far as they go. Returns a
+/// character boundary at which the per-character loop goes on.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn lead3_run_end_sse2(s: &[u8], from: usize, first: u8, last: u8) -> usize {
+    use std::arch::x86_64::{
+        _mm_add_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
+    };
+    let mut j = from;
+    while let Some(window) = s.get(j..j + 16) {
+        // SAFETY: SSE2 is part of the x86-64 baseline; `window` is 16 bytes long (checked by
+        // `get`), and `loadu` has no alignment requirement.
+        let (leads, ok) = unsafe {
+            let v = _mm_loadu_si128(window.as_ptr().cast());
+            // As in `cases_sse2`: `first..=last` maps to the lowest signed byte values.
+            let range = |lo: u8, len: u8| {
+                _mm_cmplt_epi8(
+                    _mm_add_epi8(v, _mm_set1_epi8(0x80u8.wrapping_sub(lo) as i8)),
+                    _mm_set1_epi8(0x80u8.wrapping_add(len) as i8),
+                )
+            };
+            let leads = range(first, last.wrapping_sub(first).wrapping_add(1));
+            let cont = range(0x80, 0x40);
+            (_mm_movemask_epi8(leads) as u32, _mm_movemask_epi8(_mm_or_si128(leads, cont)) as u32)
+        };
+        if ok != 0xffff {
+            // The first other byte is a boundary (not a continuation byte) and ends the run.
+            return j + (!ok).trailing_zeros() as usize;
+        }
+        if leads == 0 {
+            // Not at a boundary: cannot happen for valid UTF-8; the per-character loop decides.
+            return j;
+        }
+        j += (31 - leads.leading_zeros()) as usize + 3;
+    }
+    j
+}
+
 /// The high bit of each byte of `lanes` (all other bits clear), gathered into the low 8 bits:
 /// byte `k`'s bit goes to bit `k`. The multiplier puts byte `k` at bit `56 + k` and no two partial
 /// products share a bit position (8k - 7j is distinct for every pair), so nothing carries.
@@ -349,6 +412,45 @@ mod tests {
                 s[k] = b;
                 let want = (0..s.len()).find(|&j| s[j] >= 0x80 || s[j].is_ascii_digit()).unwrap_or(s.len());
                 assert_eq!(non_digit_ascii_end(&s, 0), want, "byte {b:#04x} at {k}");
+            }
+        }
+    }
+
+    /// [`lead3_run_end`]'s bulk kernel against its scalar twin and a plain character loop, from
+    /// every boundary of random strings of CJK ideographs (of every lead byte around the
+    /// ranges asked), kana, Hangul, 2- and 4-byte characters and ASCII, runs longer than a window
+    /// among them.
+    #[test]
+    fn lead3_runs_match_charwise() {
+        let pool = [
+            '中', '一', '丁', '䷀', '㐀', '鿿', '龥', '郎', '焉', '乐', 'あ', 'ア', '한', '，', '。', 'é', 'ß', '😀',
+            'a', ' ', '1', '\u{e000}', '\u{ffff}', '\u{3000}',
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..3_000 {
+            let r = crate::engine::xorshift(&mut state);
+            let len = (r % 60) as usize;
+            let cjk_bias = round % 3 != 0;
+            let text: String = (0..len)
+                .map(|k| {
+                    let r = crate::engine::xorshift(&mut state) >> (k % 7);
+                    if cjk_bias && !r.is_multiple_of(4) {
+                        pool[(r >> 8) as usize % 10]
+                    } else {
+                        pool[(r >> 8) as usize % pool.len()]
+                    }
+                })
+                .collect();
+            let s = text.as_bytes();
+            for (first, last) in [(0xe4u8, 0xe9u8), (0xe5, 0xe8), (0xe5, 0xe9), (0xe3, 0xe3), (0xe1, 0xef)] {
+                for (from, _) in text.char_indices().chain([(s.len(), ' ')]) {
+                    let want = text[from..]
+                        .char_indices()
+                        .find(|&(_, ch)| ch.len_utf8() != 3 || !(first..=last).contains(&ch.to_string().as_bytes()[0]))
+                        .map_or(s.len(), |(k, _)| from + k);
+                    assert_eq!(lead3_run_end(Kernel::Bulk, s, from, first, last), want, "{text:?} from {from}");
+                    assert_eq!(lead3_run_end(Kernel::Scalar, s, from, first, last), want, "{text:?} from {from}");
+                }
             }
         }
     }

@@ -18,7 +18,9 @@
 //! drawn from a pool of characters of every class.
 
 use super::bits::{self, AsciiClasses, Cases, Kernel, BLOCK};
-use super::unicode::{in_set, Classes, NUMBER, SPACE, S_L, S_LM, S_LOWER, S_N, S_NOT_WS_L_N, S_PS, S_UPPER};
+use super::unicode::{
+    in_set, Classes, CJK_LEAD_FIRST, CJK_LEAD_LAST, NUMBER, SPACE, S_L, S_LM, S_LOWER, S_N, S_NOT_WS_L_N, S_PS, S_UPPER,
+};
 
 /// cl100k_base / Llama-3 (`\p{N}{1,3}`).
 pub(crate) const CL100K: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -174,7 +176,7 @@ impl PreTokenizer {
             let (end, whole) = if s[i] < 0x80 {
                 (digit_group_end(c, s, i + 1), true)
             } else {
-                let (end, letters) = deepseek_cjk_run(c, s, i);
+                let (end, letters) = deepseek_cjk_run(c, self.kernel, s, i);
                 if end > i {
                     (end, letters)
                 } else {
@@ -687,16 +689,33 @@ impl<'s> Letters<'s> {
         }
     }
 
-    /// End of the run of characters of `set` (a set holding every ASCII letter and no other
-    /// ASCII character: `\p{L}` or `[\p{L}\p{M}]`) starting at `i`. The ASCII letters go by the
-    /// mask; a run that meets a multi-byte character goes on character by character.
+    /// End of the run of characters of `set` (a set holding every ASCII letter, no other ASCII
+    /// character, and `\p{Lo}`: `\p{L}` or `[\p{L}\p{M}]`) starting at `i`. The ASCII letters go
+    /// by the mask and runs of CJK ideographs by their lead bytes, 16 bytes at a time
+    /// ([`bits::lead3_run_end`]; all `\p{Lo}`, see [`CJK_LEAD_FIRST`]); a run that meets another
+    /// multi-byte character goes on character by character.
     #[inline(always)]
     fn run(&mut self, c: Classes, i: usize, set: u16) -> usize {
-        let end = self.ascii_end(i);
-        match self.s.get(end) {
-            Some(&b) if b >= 0x80 => run(c, self.s, end, set),
-            _ => end,
+        // No ASCII-letter masks where the run starts with a multi-byte character (Chinese text
+        // may have no ASCII letter in a whole block).
+        let mut end = i;
+        while let Some(&b) = self.s.get(end) {
+            if b < 0x80 {
+                if !b.is_ascii_alphabetic() {
+                    break;
+                }
+                end = self.ascii_end(end);
+            } else if b.wrapping_sub(CJK_LEAD_FIRST) <= CJK_LEAD_LAST - CJK_LEAD_FIRST {
+                end = bits::lead3_run_end(self.kernel, self.s, end, CJK_LEAD_FIRST, CJK_LEAD_LAST);
+            } else {
+                let (class, len) = c.at(self.s, end);
+                if !in_set(class, set) {
+                    break;
+                }
+                end += len;
+            }
         }
+        end
     }
 }
 
@@ -1007,13 +1026,14 @@ fn deepseek_cjk_at(s: &[u8], j: usize) -> Option<u32> {
 /// whether all of them are in `[\p{L}\p{M}]`. The Chinese range U+4E00..=U+9FA5 is all `\p{Lo}`
 /// (see [`PreTokenizer::deepseek_fused`]); only kana are looked up.
 #[inline(always)]
-fn deepseek_cjk_run(c: Classes, s: &[u8], i: usize) -> (usize, bool) {
+fn deepseek_cjk_run(c: Classes, kernel: Kernel, s: &[u8], i: usize) -> (usize, bool) {
     let mut j = i;
     let mut letters = true;
     while let Some(&b0) = s.get(j) {
-        // Lead bytes 0xe5..=0xe8: U+5000..=U+8FFF, most of Chinese text, decided by one test.
+        // Lead bytes 0xe5..=0xe8: U+5000..=U+8FFF, most of Chinese text, decided by the lead
+        // byte, 16 bytes at a time.
         if b0.wrapping_sub(0xe5) < 4 {
-            j += 3;
+            j = bits::lead3_run_end(kernel, s, j, 0xe5, 0xe8);
             continue;
         }
         let Some(cp) = deepseek_cjk_at(s, j) else { break };
@@ -1129,7 +1149,8 @@ mod tests {
 
     /// DeepSeek-V3's stages on mixtures of CJK runs (Chinese, kana with their marks, symbols and
     /// punctuation, characters just outside the ranges), digits of every kind, punctuation and
-    /// white space: where the fused scanner's segments start and end.
+    /// white space: where the fused scanner's segments start and end; and the other scanners'
+    /// letter runs over the same mixtures.
     #[test]
     fn random_cjk_against_oniguruma() {
         let pool: Vec<&str> = vec![
@@ -1185,8 +1206,21 @@ mod tests {
             "한",
             "中文字",
             "12345",
+            // Runs longer than `lead3_run_end`'s 16-byte windows, and the lead bytes around
+            // the ones it skips by (U+9FFF, U+4DC0 `\p{So}`, U+4E00).
+            "中文字中文字中文字",
+            "鿿",
+            "䷀",
+            "一丁七万丈三上下",
         ];
-        random_texts(0x6a09_e667_f3bc_c908, &pool, 3_000, 24, |_, text| check_deepseek(text));
+        // The other scanners on one string in four: their letter runs cross CJK ideographs by
+        // lead byte too.
+        random_texts(0x6a09_e667_f3bc_c908, &pool, 3_000, 24, |k, text| {
+            check_deepseek(text);
+            if k % 4 == 0 {
+                check_scanners(text);
+            }
+        });
     }
 
     #[test]

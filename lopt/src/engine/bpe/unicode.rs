@@ -17,6 +17,8 @@ use regex_syntax::hir::{Class as HirClass, HirKind};
 use unicode_normalization_alignments::char::canonical_combining_class;
 use unicode_normalization_alignments::{is_nfc_quick, is_nfd_quick, is_nfkc_quick, is_nfkd_quick, IsNormalized};
 
+use super::bits::Kernel;
+
 /// The class of one code point. The general categories that the patterns distinguish, plus
 /// white space (`\s`), which is disjoint from all of them.
 pub(crate) type Class = u8;
@@ -61,6 +63,14 @@ pub(crate) const S_LOWER: Set = bit(LL) | bit(LM) | bit(LO) | bit(MARK);
 pub(crate) fn in_set(class: Class, set: Set) -> bool {
     set & (1 << class) != 0
 }
+
+/// The lead bytes of 3-byte characters that are all `\p{Lo}`: 0xe5..=0xe9 lead U+5000..=U+9FFF,
+/// CJK ideographs, most of Chinese text (the test `cjk_leads_are_lo` checks every code point).
+/// Scanners classify such a character, or a run of them ([`super::bits::lead3_run_end`]), by its
+/// first byte alone.
+pub(crate) const CJK_LEAD_FIRST: u8 = 0xe5;
+/// See [`CJK_LEAD_FIRST`].
+pub(crate) const CJK_LEAD_LAST: u8 = 0xe9;
 
 /// Two-level table: `blocks[index[cp >> 8] * 256 + (cp & 0xff)]`.
 struct Table {
@@ -173,9 +183,14 @@ impl Classes {
             return (self.table.ascii[usize::from(b)], 1);
         }
         if b & 0xf0 == 0xe0 {
-            // Lead bytes 0xe5..=0xe8: U+5000..=U+8FFF, CJK ideographs, all `\p{Lo}` (the test
-            // `at_is_class_of` checks every code point): most of Chinese text, no table load.
-            if b.wrapping_sub(0xe5) < 4 {
+            // Lead bytes `CJK_LEAD_FIRST..=CJK_LEAD_LAST`: CJK ideographs, all `\p{Lo}` (the
+            // tests `cjk_leads_are_lo` and `at_is_class_of` check every code point): most of
+            // Chinese text, no table load.
+            if b.wrapping_sub(CJK_LEAD_FIRST) <= CJK_LEAD_LAST - CJK_LEAD_FIRST {
+                return (LO, 3);
+            }
+            // U+4E00..=U+4FFF, the first CJK ideographs (common ones among them), the same way.
+            if b == 0xe4 && s[i + 1] >= 0xb8 {
                 return (LO, 3);
             }
             // A 3-byte character: its block of 64 code points is `(b & 0x0f) << 6 | (s[i + 1] &
@@ -277,9 +292,27 @@ fn safe_bmp(form: Form) -> &'static [u64] {
     })
 }
 
-/// Forces the table of `form` to be built.
+/// Per form, whether every code point that a lead byte in `CJK_SAFE_FIRST..=CJK_SAFE_LAST` starts
+/// is in [`SAFE_BMP`]: then [`first_change`] skips runs of such characters by their lead bytes.
+static SAFE_CJK: [OnceLock<bool>; 4] = [OnceLock::new(), OnceLock::new(), OnceLock::new(), OnceLock::new()];
+
+/// Lead bytes 0xe4..=0xe9: U+4000..=U+9FFF, CJK ideographs (and the Yijing hexagrams), which no
+/// normalization form changes or composes (checked per form against the bitset, not assumed).
+const CJK_SAFE_FIRST: u8 = 0xe4;
+const CJK_SAFE_LAST: u8 = 0xe9;
+
+fn safe_cjk(form: Form) -> bool {
+    *SAFE_CJK[form.index()].get_or_init(|| {
+        let first = usize::from(CJK_SAFE_FIRST & 0x0f) << 12;
+        let last = usize::from(CJK_SAFE_LAST & 0x0f) << 12 | 0xfff;
+        safe_bmp(form).get(first / 64..=last / 64).is_some_and(|words| words.iter().all(|&w| w == u64::MAX))
+    })
+}
+
+/// Forces the tables of `form` to be built.
 pub(crate) fn init_form(form: Form) {
     let _ = safe_bmp(form);
+    let _ = safe_cjk(form);
 }
 
 /// Whether `c` starts a normalization boundary in `form` and is left unchanged by it, whatever
@@ -307,6 +340,7 @@ pub(crate) fn is_unchanged(form: Form, s: &str) -> bool {
 pub(crate) fn first_change(form: Form, s: &str) -> Option<(usize, usize)> {
     let bytes = s.as_bytes();
     let safe = safe_bmp(form);
+    let cjk = safe_cjk(form);
     let is_safe = |cp: u32| cp < 0x10000 && safe[cp as usize / 64] & (1 << (cp % 64)) != 0;
     let mut i = 0;
     // Where the last safe character starts: a boundary.
@@ -323,11 +357,20 @@ pub(crate) fn first_change(form: Form, s: &str) -> Option<(usize, usize)> {
         // A run of 3-byte characters whose blocks of 64 code points are all safe (CJK
         // ideographs, kana, Hangul): the block's word of the bitset is all ones, so each
         // character's own bit need not be read. The same characters as the loop below skips.
+        // Runs of CJK ideographs go by their lead bytes, 16 bytes at a time, where the form
+        // leaves all of them alone.
         let mut j = i;
-        while bytes.get(j).is_some_and(|&b| b & 0xf0 == 0xe0)
-            && safe.get(usize::from(bytes[j] & 0x0f) << 6 | usize::from(bytes[j + 1] & 0x3f)) == Some(&u64::MAX)
-        {
-            j += 3;
+        loop {
+            let b = bytes.get(j).copied().unwrap_or(0);
+            if cjk && b.wrapping_sub(CJK_SAFE_FIRST) <= CJK_SAFE_LAST - CJK_SAFE_FIRST {
+                j = super::bits::lead3_run_end(Kernel::DEFAULT, bytes, j, CJK_SAFE_FIRST, CJK_SAFE_LAST);
+            } else if b & 0xf0 == 0xe0
+                && safe.get(usize::from(b & 0x0f) << 6 | usize::from(bytes[j + 1] & 0x3f)) == Some(&u64::MAX)
+            {
+                j += 3;
+            } else {
+                break;
+            }
         }
         if j > i {
             boundary = j - 3;
@@ -423,12 +466,20 @@ mod tests {
         let pool: Vec<char> = "ae\u{301}\u{300}\u{316}\u{308}\u{323}\u{1100}\u{1161}\u{11a8}\u{ac00}\u{212b}\u{2126}\u{f900}\u{958}\u{1e9b}\u{344}\u{f6} x한\u{327}C\u{30c}\u{5b0}\u{5bc}🙂\u{1d15e}\u{cb}\u{fb01}\u{ff21}\u{ff0c}\u{b2}\u{2075}\u{bd}\u{2163}\u{a0}\u{2026}\u{3000}\u{1e0b}\u{fe64}\u{33c4}\u{e9}"
             .chars()
             .collect();
+        // CJK ideographs around the lead bytes `first_change` skips by (U+4000..=U+9FFF), next to
+        // characters that compose, reorder or change, in runs longer than its 16-byte windows.
+        let cjk: Vec<char> = "中丁一\u{4000}\u{4dc0}\u{4dff}\u{9fff}\u{3fff}\u{a000}\u{f900}\u{2f800}e\u{301}\u{3099}か\u{1100}\u{1161}x "
+            .chars()
+            .collect();
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
         for form in [Form::Nfc, Form::Nfd, Form::Nfkc, Form::Nfkd] {
-            for _ in 0..30_000 {
+            assert!(safe_cjk(form), "{form:?}");
+            for round in 0..33_000 {
+                let (pool, max) = if round < 30_000 { (&pool, 12) } else { (&cjk, 24) };
                 crate::engine::xorshift(&mut state);
-                let len = 1 + (state % 12) as usize;
-                let text: String = (0..len).map(|k| pool[((state >> (k * 5)) % pool.len() as u64) as usize]).collect();
+                let len = 1 + (state % max) as usize;
+                let text: String =
+                    (0..len).map(|k| pool[((state >> (k * 5 % 60)) % pool.len() as u64) as usize]).collect();
                 assert_eq!(is_unchanged(form, &text), is_unchanged_slow(form, &text), "{form:?} {text:?}");
                 if let Some((start, end)) = first_change(form, &text) {
                     // Normalizing the prefix before the window changes nothing, and the window
@@ -509,6 +560,21 @@ mod tests {
         for ch in all.chars() {
             assert_eq!(c.at(bytes, i), (class_of(ch), ch.len_utf8()), "U+{:04X}", ch as u32);
             i += ch.len_utf8();
+        }
+    }
+
+    /// Every code point that a lead byte in `CJK_LEAD_FIRST..=CJK_LEAD_LAST` starts is `\p{Lo}`.
+    #[test]
+    fn cjk_leads_are_lo() {
+        // And `at`'s other shortcut: U+4E00..=U+4FFF (0xe4 0xb8..).
+        for cp in 0x4e00..=0x4fff {
+            assert_eq!(class_of(char::from_u32(cp).unwrap()), LO, "U+{cp:04X}");
+        }
+        let first = u32::from(CJK_LEAD_FIRST & 0x0f) << 12;
+        let last = (u32::from(CJK_LEAD_LAST & 0x0f) << 12) | 0xfff;
+        for cp in first..=last {
+            let ch = char::from_u32(cp).unwrap();
+            assert_eq!(class_of(ch), LO, "U+{cp:04X}");
         }
     }
 
