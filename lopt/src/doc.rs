@@ -157,6 +157,10 @@ trait Shape<'de>: Sized {
     fn seq<A: SeqAccess<'de>>(self, seq: A) -> std::result::Result<Either<Self::Out>, A::Error> {
         Value::deserialize(serde::de::value::SeqAccessDeserializer::new(seq)).map(Either::Kept)
     }
+
+    fn unsigned(self, v: u64) -> Either<Self::Out> {
+        Either::Kept(Value::from(v))
+    }
 }
 
 struct Shaped<S>(S);
@@ -188,7 +192,7 @@ impl<'de, S: Shape<'de>> Visitor<'de> for Shaped<S> {
         Ok(Either::Kept(Value::from(v)))
     }
     fn visit_u64<E>(self, v: u64) -> std::result::Result<Self::Value, E> {
-        Ok(Either::Kept(Value::from(v)))
+        Ok(self.0.unsigned(v))
     }
     fn visit_f64<E>(self, v: f64) -> std::result::Result<Self::Value, E> {
         // As a `Value` reads it (a non-finite float cannot come from JSON text).
@@ -352,11 +356,14 @@ impl<'de> Shape<'de> for VocabShape {
     fn map<A: MapAccess<'de>>(self, mut map: A) -> std::result::Result<Either<TokenIds<'de>>, A::Error> {
         let mut ids = TokenIds::with_capacity_and_hasher(map.size_hint().unwrap_or(0), ahash::RandomState::default());
         while let Some(CowStr(token)) = map.next_key::<CowStr<'de>>()? {
-            let value = map.next_value::<Value>()?;
-            if let Some(id) = value.as_u64().and_then(|i| u32::try_from(i).ok()) {
-                ids.insert(token, id);
-                continue;
-            }
+            // The id without a `Value` (a tenth of the vocabulary's parse).
+            let value = match map.next_value_seed(Shaped(Id))? {
+                Either::Typed(id) => {
+                    ids.insert(token, id);
+                    continue;
+                }
+                Either::Kept(value) => value,
+            };
             // Not a vocabulary lopt reads: the rest as written, for HF to judge.
             let mut all: Map<String, Value> =
                 ids.into_iter().map(|(k, id)| (k.into_owned(), Value::from(id))).collect();
@@ -367,6 +374,17 @@ impl<'de> Shape<'de> for VocabShape {
             return Ok(Either::Kept(Value::Object(all)));
         }
         Ok(Either::Typed(ids))
+    }
+}
+
+/// A vocabulary id: an integer that fits a `u32`, else the value as written.
+struct Id;
+
+impl Shape<'_> for Id {
+    type Out = u32;
+
+    fn unsigned(self, v: u64) -> Either<u32> {
+        u32::try_from(v).map_or_else(|_| Either::Kept(Value::from(v)), Either::Typed)
     }
 }
 
