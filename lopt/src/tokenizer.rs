@@ -681,10 +681,15 @@ impl Tokenizer {
             let _segment = trace::span("segment", r.len());
             encode(text, r)
         };
+        let tree = || self.pool.install(|| ranges.par_iter().map(&encode).collect::<Result<Vec<_>>>());
+        // The other schedules are a trace build's experiment; other builds carry only the tree.
+        #[cfg(feature = "trace")]
         let segments = match trace::schedule() {
-            trace::Schedule::Tree => self.pool.install(|| ranges.par_iter().map(encode).collect::<Result<Vec<_>>>())?,
+            trace::Schedule::Tree => tree()?,
             schedule => self.encode_fanned(&ranges, schedule, encode)?,
         };
+        #[cfg(not(feature = "trace"))]
+        let segments = tree()?;
         drop(pooled);
         // Finished on the calling thread, so that the output is allocated there (`finish` runs
         // its own parallel part on the pool: `assemble_parts`).
@@ -695,6 +700,7 @@ impl Tokenizer {
     /// The segments `ranges` encoded with `encode` under a trace build's other schedules
     /// ([`trace::Schedule`]): every pool thread woken at once (the caller waiting, or taking
     /// segments too), or one spawn per segment with the caller taking the first.
+    #[cfg(feature = "trace")]
     fn encode_fanned<P: Send>(
         &self,
         ranges: &[std::ops::Range<usize>],
