@@ -5,10 +5,17 @@
 //! by the segment's start and its word ids by the number of pre-tokens before it.
 //!
 //! Two forms: [`merge`] builds one raw [`Segment`] (for HF's post-processing), and [`assemble`]
-//! writes the segments straight into the final columns of an [`Encoding`], leaving slots for the
-//! special tokens of the template, one segment per task on the current rayon pool. The second is
-//! the hot path: copying half a million tokens sequentially would cost as much as tokenizing them
-//! with a native engine on one more core.
+//! writes the segments straight into the final columns of an [`Encoding`], with the special
+//! tokens of the template around them, in pieces on the current rayon pool. The second is the hot
+//! path: copying half a million tokens sequentially would cost as much as tokenizing them with a
+//! native engine on one more core. Where the first segment's columns have room for every token
+//! (the tokenizer lends the engine such columns for it), they become the encoding's and only the
+//! later segments are copied after them; otherwise every segment is copied into new columns.
+//!
+//! Invariants: the text's word ids are kept as the engines' `u32` counts (the lazy column's
+//! recipe, [`crate::encoding::Words`]); a column's length is set past slots only once every one
+//! of them was written ([`Slots::fill`] writes every slot of its window, whatever the part's
+//! column lengths).
 
 use std::mem::MaybeUninit;
 use std::sync::{Arc, OnceLock};
@@ -160,10 +167,14 @@ pub(crate) fn assemble(
     // `Segment`'s columns have equal lengths; should a segment's not, the general path writes
     // a value into every slot.
     let whole = |s: &Segment| s.offsets.len() == s.ids.len() && s.word_ids.len() == s.ids.len();
-    if segments.len() == 1 && starts.first() == Some(&0) && segments.first().is_some_and(whole) {
+    let from_zero = starts.first() == Some(&0) && starts.len() == segments.len();
+    if segments.len() == 1 && from_zero && segments.first().is_some_and(whole) {
         if let Some(segment) = segments.pop() {
             return assemble_one(segment, layout, vocab);
         }
+    }
+    if segments.len() > 1 && from_zero && segments.iter().all(whole) && room_in_first(&segments, layout) {
+        return assemble_into_first(starts, segments, layout, vocab, pool);
     }
     let mut words_before = 0;
     let parts: Vec<Part<'_>> = segments
@@ -188,6 +199,123 @@ pub(crate) fn assemble(
     let _free = trace::span("free", 0);
     drop(segments);
     encoding
+}
+
+/// Whether the first of `segments` has room in its columns for every token of the encoding (the
+/// tokenizer lends the engine such columns: `engine::out::lending`), so that
+/// [`assemble_into_first`] needs no reallocation.
+fn room_in_first(segments: &[Segment], layout: &Layout<'_>) -> bool {
+    let text_tokens: usize = segments.iter().map(|s| s.ids.len()).sum();
+    let n = layout.prefix.len() + text_tokens + layout.suffix.len();
+    segments
+        .first()
+        .is_some_and(|s| s.ids.capacity() >= n && s.offsets.capacity() >= n && s.word_ids.capacity() >= text_tokens)
+}
+
+/// [`assemble`] for several segments whose first has room for all the tokens
+/// ([`room_in_first`]): the first segment's columns become the encoding's, as in
+/// [`assemble_one`], and only the later segments are copied after its tokens, in parallel, in
+/// pieces. Why: the copy of every segment into new columns ([`assemble_parts`]) was 7-14 % of
+/// the wall time of a 1 MB document on 2 threads (session 9's trace), and at 2 threads the first
+/// segment is half of it; its word ids stay the engine's `u32` (the lazy column's recipe) instead
+/// of being written out as `Option<u32>`. The output is the same: the same tokens, offsets shifted
+/// by the same segment starts, word ids by the same counts.
+fn assemble_into_first(
+    starts: &[usize],
+    mut segments: Vec<Segment>,
+    layout: &Layout<'_>,
+    vocab: &Arc<Vocab>,
+    pool: Option<&rayon::ThreadPool>,
+) -> Encoding {
+    let (prefix, suffix) = (layout.prefix, layout.suffix);
+    let text_tokens: usize = segments.iter().map(|s| s.ids.len()).sum();
+    let n = prefix.len() + text_tokens + suffix.len();
+    let with_strings = text_tokens > 0 && segments.iter().all(|s| s.tokens.len() == s.ids.len());
+    let rest = segments.split_off(1.min(segments.len()));
+    let first = segments.pop().unwrap_or_default();
+    let Segment { mut ids, tokens: first_tokens, mut offsets, word_ids: mut words, words: first_words, .. } = first;
+    let first_len = ids.len();
+    if !prefix.is_empty() {
+        ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
+        offsets.splice(0..0, prefix.iter().map(|_| (0, 0)));
+    }
+    // No-ops when `room_in_first` held, as the caller checks; else a reallocation, still exact.
+    ids.reserve(n - ids.len());
+    offsets.reserve(n - offsets.len());
+    words.reserve(text_tokens - words.len());
+
+    let threads = pool.map_or_else(rayon::current_num_threads, rayon::ThreadPool::current_num_threads);
+    let rest_tokens = text_tokens - first_len;
+    // Pieces small enough that every thread gets a share of the work, large enough that each
+    // costs far more than handing it out.
+    let piece = text_tokens.div_ceil(threads.max(1) * 4).max(16 * 1024);
+    let mut words_before = first_words;
+    let mut parts = Vec::with_capacity(rest.len());
+    for (segment, &start) in rest.iter().zip(&starts[1..]) {
+        parts.extend(Part::of(segment, segment.ids.len(), start, words_before).pieces(piece));
+        words_before += segment.words;
+    }
+    {
+        let (first_ids, ids_spare) = split_at_spare(&mut ids);
+        let (first_offsets, offsets_spare) = split_at_spare(&mut offsets);
+        let text = Slots {
+            ids: &mut ids_spare[..rest_tokens],
+            offsets: &mut offsets_spare[..rest_tokens],
+            words: &mut words.spare_capacity_mut()[..rest_tokens],
+        };
+        // The first segment's offsets are trimmed in place, in pieces beside the copy.
+        let trims: Vec<Trimming<'_>> = match layout.trim {
+            Some(_) => first_offsets[prefix.len()..]
+                .chunks_mut(piece)
+                .zip(first_ids[prefix.len()..].chunks(piece))
+                .enumerate()
+                .map(|(k, (offsets, ids))| Trimming { offsets, ids, first_token: k * piece })
+                .collect(),
+            None => Vec::new(),
+        };
+        write_parts(text, &parts, first_len, trims, layout, pool);
+    }
+    drop(parts);
+    // SAFETY: `write_parts` wrote every one of the first `rest_tokens` spare slots of each column
+    // (the windows it was given, of that length each: checked by `Slots::split_at` and
+    // `Slots::fill`), and the reservations above made the capacity of each column at least its
+    // length plus `rest_tokens`.
+    unsafe {
+        ids.set_len(ids.len() + rest_tokens);
+        offsets.set_len(offsets.len() + rest_tokens);
+        words.set_len(words.len() + rest_tokens);
+    }
+    ids.extend(suffix.iter().map(|&(id, _)| id));
+    offsets.extend(suffix.iter().map(|_| (0, 0)));
+    debug_assert!(ids.len() == n && offsets.len() == n && words.len() == text_tokens);
+    // The engine's reservation was for the whole text's bytes, not its tokens: what is not used
+    // goes back (a shrink in place, no copy), as in `assemble_one`.
+    ids.shrink_to_fit();
+    offsets.shrink_to_fit();
+    words.shrink_to_fit();
+    let (type_ids, special_tokens_mask, attention_mask) = template_columns(layout, n);
+    let tokens = if with_strings {
+        let mut all = Vec::with_capacity(n);
+        all.extend(prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
+        all.extend(first_tokens);
+        all.extend(rest.into_iter().flat_map(|s| s.tokens));
+        all.extend(suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
+        Tokens::Owned(all)
+    } else {
+        let _free = trace::span("free", 0);
+        drop(rest);
+        Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() }
+    };
+    Encoding {
+        ids,
+        type_ids,
+        tokens,
+        offsets,
+        word_ids: Lazy::new(Words::new(prefix.len(), words, suffix.len())),
+        special_tokens_mask,
+        attention_mask,
+        overflowing: Vec::new(),
+    }
 }
 
 /// [`assemble`] for a text that is one segment (every text on one thread, and every short
@@ -264,121 +392,178 @@ fn template_columns(layout: &Layout<'_>, n: usize) -> (Lazy<Fill>, Lazy<Fill>, L
 /// of a pool thread's arena back to the system, and each call then faults its output in anew
 /// (2 threads, 1 MB documents: 150-400 page faults per MB that 1 thread does not take). Token
 /// strings are looked up in `vocab` on demand (callers holding strings put them in afterwards).
+/// Word ids are kept as the text's `u32` (the lazy column's recipe), 4 bytes a token written
+/// instead of an `Option<u32>`'s 8.
 pub(crate) fn assemble_parts(
     parts: &[Part<'_>],
     layout: &Layout<'_>,
     vocab: &Arc<Vocab>,
     pool: Option<&rayon::ThreadPool>,
 ) -> Encoding {
-    let (prefix, suffix) = (layout.prefix.len(), layout.suffix.len());
+    let (prefix, suffix) = (layout.prefix, layout.suffix);
     let text_tokens: usize = parts.iter().map(|s| s.ids.len()).sum();
-    let n = prefix + text_tokens + suffix;
+    let n = prefix.len() + text_tokens + suffix.len();
     // The columns are written once each, without zeroing them first: zeroing megabytes on the
     // calling thread (and taking its page faults there) cost as much as the parallel part.
     let allocating = trace::span("alloc", n);
-    let mut columns = Columns::with_capacity(n);
+    let mut ids: Vec<u32> = Vec::with_capacity(n);
+    let mut offsets: Vec<(usize, usize)> = Vec::with_capacity(n);
+    let mut words: Vec<u32> = Vec::with_capacity(text_tokens);
     drop(allocating);
-    let (mut head, rest) = columns.spare().split_at(prefix);
-    let (mut text, mut tail) = rest.split_at(text_tokens);
-    for (i, &(id, _)) in layout.prefix.iter().enumerate() {
-        head.write(i, id);
+    ids.extend(prefix.iter().map(|&(id, _)| id));
+    offsets.extend(prefix.iter().map(|_| (0, 0)));
+    {
+        let (ids_spare, offsets_spare, words_spare) =
+            (ids.spare_capacity_mut(), offsets.spare_capacity_mut(), words.spare_capacity_mut());
+        let text = Slots {
+            ids: &mut ids_spare[..text_tokens],
+            offsets: &mut offsets_spare[..text_tokens],
+            words: &mut words_spare[..text_tokens],
+        };
+        write_parts(text, parts, 0, Vec::new(), layout, pool);
     }
-    for (i, &(id, _)) in layout.suffix.iter().enumerate() {
-        tail.write(i, id);
+    // SAFETY: `write_parts` wrote every one of the first `text_tokens` spare slots of each column
+    // (the windows it was given, of that length each: checked by `Slots::split_at` and
+    // `Slots::fill`), and each column was allocated with room for them after the prefix.
+    unsafe {
+        ids.set_len(prefix.len() + text_tokens);
+        offsets.set_len(prefix.len() + text_tokens);
+        words.set_len(text_tokens);
     }
-
-    let mut jobs = Vec::with_capacity(parts.len());
-    let mut first_token = 0;
-    for part in parts {
-        let len = part.ids.len();
-        let (here, rest) = text.split_at(len);
-        text = rest;
-        jobs.push((part, first_token, here));
-        first_token += len;
-    }
-    let fill = |(part, first_token, out): (&Part<'_>, usize, Slots<'_>)| {
-        let _copy = trace::span("copy", part.ids.len());
-        out.fill(part, first_token, layout)
-    };
-    let filling = trace::span("fill", 0);
-    // One part (a short text) is written on the calling thread: handing it to a pool thread
-    // and waiting for it costs more than the copy.
-    match pool {
-        _ if jobs.len() == 1 => jobs.into_iter().for_each(fill),
-        Some(pool) => pool.install(|| jobs.into_par_iter().for_each(fill)),
-        None => jobs.into_par_iter().for_each(fill),
-    }
-    drop(filling);
-    // SAFETY: `head`, the parts' slices and `tail` partition the `n` spare slots of every
-    // column, and each slot of each was written above (`Slots::fill` writes every slot of its
-    // window, whatever the part's column lengths).
-    let encoding_columns = unsafe { columns.assume_init(n) };
+    ids.extend(suffix.iter().map(|&(id, _)| id));
+    offsets.extend(suffix.iter().map(|_| (0, 0)));
     let tokens = Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() };
-    let (ids, offsets, word_ids) = encoding_columns;
     let (type_ids, special_tokens_mask, attention_mask) = template_columns(layout, n);
     Encoding {
         ids,
         type_ids,
         tokens,
         offsets,
-        word_ids: word_ids.into(),
+        word_ids: Lazy::new(Words::new(prefix.len(), words, suffix.len())),
         special_tokens_mask,
         attention_mask,
         overflowing: Vec::new(),
     }
 }
 
-/// The per-token columns of an encoding under construction that depend on the text's tokens
-/// (the others follow from the template: [`template_columns`]).
-struct Columns {
-    ids: Vec<u32>,
-    offsets: Vec<(usize, usize)>,
-    word_ids: Vec<Option<u32>>,
+/// Writes `parts` in order into `text` (whose length is their token count; its first slot is
+/// the text's token `first_token`) and trims the offsets of `trims` in place, one part or trim
+/// per task when there are several, on `pool` (or the current rayon pool when it is `None`);
+/// every slot of `text` is written (the callers' `set_len` relies on it).
+fn write_parts(
+    mut text: Slots<'_>,
+    parts: &[Part<'_>],
+    first_token: usize,
+    trims: Vec<Trimming<'_>>,
+    layout: &Layout<'_>,
+    pool: Option<&rayon::ThreadPool>,
+) {
+    let mut jobs = Vec::with_capacity(parts.len() + trims.len());
+    jobs.extend(trims.into_iter().map(Job::Trim));
+    let mut next_token = first_token;
+    for part in parts {
+        let len = part.ids.len();
+        let (here, rest) = text.split_at(len);
+        text = rest;
+        jobs.push(Job::Copy(part, next_token, here));
+        next_token += len;
+    }
+    // Slots past the parts' tokens (none: the callers size `text` as their sum) still get a value.
+    text.fill_default();
+    let run = |job: Job<'_, '_>| match job {
+        Job::Copy(part, first_token, out) => {
+            let _copy = trace::span("copy", part.ids.len());
+            out.fill(part, first_token, layout);
+        }
+        Job::Trim(Trimming { offsets, ids, first_token }) => {
+            if let Some(trim) = &layout.trim {
+                for (i, (offsets, &id)) in offsets.iter_mut().zip(ids).enumerate() {
+                    trim_offsets(trim, id, offsets, first_token + i);
+                }
+            }
+        }
+    };
+    let filling = trace::span("fill", 0);
+    // One job (a short text) is run on the calling thread: handing it to a pool thread and
+    // waiting for it costs more than the copy.
+    match pool {
+        _ if jobs.len() <= 1 => jobs.into_iter().for_each(run),
+        Some(pool) => pool.install(|| jobs.into_par_iter().for_each(run)),
+        None => jobs.into_par_iter().for_each(run),
+    }
+    drop(filling);
 }
 
-type Finished = (Vec<u32>, Vec<(usize, usize)>, Vec<Option<u32>>);
+/// Offsets written already, to be trimmed in place: those of the tokens `ids`, the text's
+/// tokens from `first_token` on.
+struct Trimming<'a> {
+    offsets: &'a mut [(usize, usize)],
+    ids: &'a [u32],
+    first_token: usize,
+}
 
-impl Columns {
-    fn with_capacity(n: usize) -> Self {
-        Columns { ids: Vec::with_capacity(n), offsets: Vec::with_capacity(n), word_ids: Vec::with_capacity(n) }
+/// One task of [`write_parts`].
+enum Job<'a, 'p> {
+    /// A part written into its window of slots, from the text's token given.
+    Copy(&'p Part<'a>, usize, Slots<'p>),
+    Trim(Trimming<'p>),
+}
+
+/// The elements of `v` and its spare capacity, both borrowed at once (as the unstable
+/// `Vec::split_at_spare_mut` gives them): the first segment's offsets are trimmed in place while
+/// the later segments are written after them.
+fn split_at_spare<T>(v: &mut Vec<T>) -> (&mut [T], &mut [MaybeUninit<T>]) {
+    let (len, capacity) = (v.len(), v.capacity());
+    if len > capacity {
+        // Never: a `Vec`'s length is within its capacity.
+        return (&mut [], &mut []);
     }
-
-    /// The uninitialized slots of every column.
-    fn spare(&mut self) -> Slots<'_> {
-        Slots {
-            ids: self.ids.spare_capacity_mut(),
-            offsets: self.offsets.spare_capacity_mut(),
-            word_ids: self.word_ids.spare_capacity_mut(),
-        }
-    }
-
-    /// # Safety
-    /// The first `n` slots of every column must have been written through [`Columns::spare`].
-    unsafe fn assume_init(mut self, n: usize) -> Finished {
-        // SAFETY: the caller guarantees the first `n` slots are initialized, and `n` is within
-        // the capacity every column was created with.
-        unsafe {
-            self.ids.set_len(n);
-            self.offsets.set_len(n);
-            self.word_ids.set_len(n);
-        }
-        (self.ids, self.offsets, self.word_ids)
+    let ptr = v.as_mut_ptr();
+    // SAFETY: `ptr` starts `v`'s allocation of `capacity` elements (checked above to be at least
+    // `len`), whose first `len` are initialized `T`s and the rest are spare; the two slices cover
+    // these disjoint ranges, `MaybeUninit<T>` has `T`'s layout, and both borrow `v` mutably, so
+    // nothing else reaches the allocation while they live.
+    unsafe {
+        (
+            std::slice::from_raw_parts_mut(ptr, len),
+            std::slice::from_raw_parts_mut(ptr.add(len).cast::<MaybeUninit<T>>(), capacity - len),
+        )
     }
 }
 
-/// Disjoint windows of uninitialized slots, one per column, all of the same length.
+/// Disjoint windows of uninitialized slots of the text's tokens, one per column, all of the same
+/// length.
 struct Slots<'a> {
     ids: &'a mut [MaybeUninit<u32>],
     offsets: &'a mut [MaybeUninit<(usize, usize)>],
-    word_ids: &'a mut [MaybeUninit<Option<u32>>],
+    /// Word ids as the engines count them (`u32`): the lazy column adds the `None`s of the
+    /// special tokens when it is read.
+    words: &'a mut [MaybeUninit<u32>],
 }
 
 impl<'a> Slots<'a> {
+    /// The first `mid` slots of every column and the rest; `mid` is capped at the shortest
+    /// column, so both halves keep equal lengths whatever the windows were.
     fn split_at(self, mid: usize) -> (Slots<'a>, Slots<'a>) {
+        let mid = mid.min(self.ids.len()).min(self.offsets.len()).min(self.words.len());
         let (ids, ids_rest) = self.ids.split_at_mut(mid);
         let (offsets, offsets_rest) = self.offsets.split_at_mut(mid);
-        let (word_ids, words_rest) = self.word_ids.split_at_mut(mid);
-        (Slots { ids, offsets, word_ids }, Slots { ids: ids_rest, offsets: offsets_rest, word_ids: words_rest })
+        let (words, words_rest) = self.words.split_at_mut(mid);
+        (Slots { ids, offsets, words }, Slots { ids: ids_rest, offsets: offsets_rest, words: words_rest })
+    }
+
+    /// Writes a placeholder into every slot (only reached should the windows outnumber the
+    /// parts' tokens, which the callers rule out).
+    fn fill_default(self) {
+        for slot in self.ids {
+            slot.write(0);
+        }
+        for slot in self.offsets {
+            slot.write((0, 0));
+        }
+        for slot in self.words {
+            slot.write(0);
+        }
     }
 
     /// Writes the tokens of `part`, the text's tokens from `first_token` on, into every slot of
@@ -386,17 +571,17 @@ impl<'a> Slots<'a> {
     /// copy, a fill or an add that the compiler vectorizes, where a six-column write per token
     /// cost about 40 instructions per token, a fifth of a fresh English encode (qwen3).
     fn fill(self, part: &Part<'_>, first_token: usize, layout: &Layout<'_>) {
-        let n = self.ids.len();
+        let n = self.ids.len().min(self.offsets.len()).min(self.words.len());
         // `Segment`'s columns have equal lengths; should a part's not, the slots past its
         // shortest column still get a value, so that every slot is written (the caller's
-        // `assume_init` relies on it).
+        // `set_len` relies on it).
         let known = n.min(part.ids.len()).min(part.offsets.len()).min(part.word_ids.len());
         for (slot, &id) in self.ids.iter_mut().zip(&part.ids[..known]) {
             slot.write(id);
         }
         let words_before = part.words_before;
-        for (slot, &w) in self.word_ids.iter_mut().zip(&part.word_ids[..known]) {
-            slot.write(Some(w + words_before));
+        for (slot, &w) in self.words.iter_mut().zip(&part.word_ids[..known]) {
+            slot.write(w + words_before);
         }
         let start = part.start;
         let (offsets, ids) = (&part.offsets[..known], &part.ids[..known]);
@@ -414,18 +599,8 @@ impl<'a> Slots<'a> {
                 }
             }
         }
-        for i in known..n {
-            self.ids[i].write(0);
-            self.word_ids[i].write(None);
-            self.offsets[i].write((0, 0));
-        }
-    }
-
-    /// A special token of the template at slot `i`: no offsets, no word.
-    fn write(&mut self, i: usize, id: u32) {
-        self.ids[i].write(id);
-        self.offsets[i].write((0, 0));
-        self.word_ids[i].write(None);
+        Slots { ids: &mut self.ids[known..], offsets: &mut self.offsets[known..], words: &mut self.words[known..] }
+            .fill_default();
     }
 }
 
@@ -493,6 +668,100 @@ mod tests {
         assert_eq!(e.special_tokens_mask(), [1, 0, 0, 0, 1]);
         assert_eq!(e.attention_mask(), [1; 5]);
         assert_eq!(e.tokens(), ["t8", "t1", "t2", "t3", "t9"]);
+    }
+
+    /// Several segments whose first has room for every token (`assemble_into_first`) give
+    /// exactly what the copy into new columns gives (`assemble_parts`), with and without
+    /// specials, trimming and token strings, with pieces of one token (every piece boundary
+    /// exercised), and with pool threads.
+    #[test]
+    fn into_first_equals_copied() {
+        let vocab = Arc::new(Vocab { strings: vec![" a".into(), "b ".into(), " ".into(), "c".into(), "[S]".into()] });
+        let spaces = [(1, 0), (0, 1), (1, 1), (0, 0), (0, 0)];
+        // Built afresh for each use: a clone keeps no spare capacity.
+        let segment = |ids: &[u32], offsets: &[(usize, usize)], words: &[u32], room: usize, strings: bool| {
+            let mut s = Segment {
+                ids: Vec::with_capacity(room),
+                tokens: vec![],
+                offsets: Vec::with_capacity(room),
+                word_ids: Vec::with_capacity(room),
+                words: words.last().map_or(0, |&w| w + 1),
+                added_words: vec![],
+            };
+            s.ids.extend_from_slice(ids);
+            s.offsets.extend_from_slice(offsets);
+            s.word_ids.extend_from_slice(words);
+            if strings {
+                s.tokens = ids.iter().map(|&id| vocab.string(id).to_owned()).collect();
+            }
+            s
+        };
+        let text = |which: usize, room: usize, strings: bool| -> Vec<Segment> {
+            if which == 0 {
+                vec![
+                    segment(&[0, 1], &[(0, 2), (2, 4)], &[0, 0], room, strings),
+                    segment(&[2, 3, 0], &[(0, 1), (1, 2), (2, 4)], &[0, 1, 1], 0, strings),
+                    segment(&[], &[], &[], 0, strings),
+                    segment(&[1], &[(0, 2)], &[0], 0, strings),
+                ]
+            } else {
+                vec![segment(&[], &[], &[], room, strings), segment(&[3, 2], &[(0, 1), (1, 2)], &[0, 0], 0, strings)]
+            }
+        };
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let all_starts = [0, 4, 8, 8];
+        for room in [0, 64] {
+            for which in 0..2 {
+                for prefix in [&[][..], &[(4, 0)][..], &[(4, 0), (4, 1)][..]] {
+                    for suffix in [&[][..], &[(4, 1)][..]] {
+                        for trim in [None, Some(true), Some(false)] {
+                            for strings in [false, true] {
+                                let layout = Layout {
+                                    prefix,
+                                    suffix,
+                                    type_id: 2,
+                                    trim: trim.map(|add_prefix_space| Trim {
+                                        spaces: &spaces,
+                                        add_prefix_space,
+                                        first_is_index_zero: prefix.is_empty(),
+                                    }),
+                                };
+                                let reference = text(which, 0, strings);
+                                let starts = &all_starts[..reference.len()];
+                                let mut words_before = 0;
+                                let parts: Vec<Part<'_>> = reference
+                                    .iter()
+                                    .zip(starts)
+                                    .flat_map(|(s, &start)| {
+                                        let part = Part::of(s, s.ids.len(), start, words_before);
+                                        words_before += s.words;
+                                        part.pieces(1)
+                                    })
+                                    .collect();
+                                let mut copied = assemble_parts(&parts, &layout, &vocab, None);
+                                if strings {
+                                    let mut all: Vec<String> =
+                                        prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()).collect();
+                                    all.extend(reference.iter().flat_map(|s| s.tokens.iter().cloned()));
+                                    all.extend(suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
+                                    copied.set_tokens(all);
+                                }
+                                for pool in [None, Some(&pool)] {
+                                    let segments = text(which, room, strings);
+                                    assert_eq!(room_in_first(&segments, &layout), room > 0);
+                                    let assembled = assemble(starts, segments, &layout, &vocab, pool);
+                                    let case = format!("{room} {which} {prefix:?} {suffix:?} {trim:?} {strings}");
+                                    assert_eq!(assembled, copied, "{case}");
+                                    assert_eq!(assembled.word_ids(), copied.word_ids(), "{case}");
+                                    assert_eq!(assembled.tokens(), copied.tokens(), "{case}");
+                                    assert_eq!(assembled.type_ids(), copied.type_ids(), "{case}");
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     /// A one-segment text, whose columns are moved into the encoding (`assemble_one`), gets

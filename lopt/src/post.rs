@@ -200,6 +200,24 @@ impl Finisher {
             ids.shrink_to_fit();
             return ids;
         }
+        let (suffix, text) = (self.layout_ids(settings).1, segments.iter().map(Vec::len).sum::<usize>());
+        let room = prefix.len() + text + suffix.len();
+        if segments.first().is_some_and(|first| first.capacity() >= room) {
+            // The first segment's ids have room for the whole text's (the tokenizer asks the
+            // engine for it): they become the result and the others are appended, so the first
+            // segment is not copied.
+            let rest = segments.split_off(1);
+            let mut ids = segments.pop().unwrap_or_default();
+            if !prefix.is_empty() {
+                ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
+            }
+            for segment in &rest {
+                ids.extend_from_slice(segment);
+            }
+            self.close_ids(&mut ids, settings);
+            ids.shrink_to_fit();
+            return ids;
+        }
         let slices: Vec<&[u32]> = segments.iter().map(Vec::as_slice).collect();
         self.finish_ids_slices(&slices, settings)
     }

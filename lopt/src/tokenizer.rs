@@ -491,6 +491,7 @@ impl Tokenizer {
         }
         self.encode_plain(
             text,
+            false,
             |t, r| self.engine.encode_ids(&t[r.clone()], r.start > 0),
             |_, segments| Ok(self.finisher.finish_ids(segments, settings)),
         )
@@ -650,6 +651,7 @@ impl Tokenizer {
     fn encode_uncached(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
         self.encode_plain(
             text,
+            true,
             |t, r| self.encode_range(t, r),
             |starts, segments| self.finisher.finish(starts, segments, settings, Some(&*self.pool)),
         )
@@ -657,10 +659,20 @@ impl Tokenizer {
 
     /// Cuts `text`, encodes its segments with `encode` (in parallel on the pool when there are
     /// several) and joins them with `finish` (given each segment's start): the one shape of an
-    /// uncached encode, for full encodings and for ids.
+    /// uncached encode, for full encodings and for ids (`full` false: the engine writes ids
+    /// only).
+    ///
+    /// With several segments the first is written into columns allocated here, on the calling
+    /// thread, with room for the whole text's tokens (one per byte, which holds unless a
+    /// normalizer expands characters, and the template's), so that they become the result's and
+    /// only the later segments are copied after them (`merge::assemble`, which checks the room
+    /// and copies everything otherwise). Allocated here, they come from the caller's allocator
+    /// arena, which keeps its pages between calls as one thread's output does; pages of the room
+    /// that no token reaches are never touched.
     fn encode_plain<P: Send, T: Send>(
         &self,
         text: &str,
+        full: bool,
         encode: impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync,
         finish: impl FnOnce(&[usize], Vec<P>) -> Result<T> + Send,
     ) -> Result<T> {
@@ -676,10 +688,18 @@ impl Tokenizer {
         }
         let starts = starts(cuts);
         let ranges = ranges(&starts, text.len());
+        let lent = self.lends_columns().then(|| {
+            let rows = text.len().saturating_add(ROOM_FOR_SPECIALS);
+            std::sync::Mutex::new(Some(crate::engine::out::Columns::with_capacity(rows, full)))
+        });
         let pooled = trace::span("encode", 0);
         let encode = |r: &std::ops::Range<usize>| {
             let _segment = trace::span("segment", r.len());
-            encode(text, r)
+            let columns = lent.as_ref().filter(|_| r.start == 0).and_then(|m| m.lock().ok().and_then(|mut c| c.take()));
+            match columns {
+                Some(columns) => crate::engine::out::lending(columns, || encode(text, r)),
+                None => encode(text, r),
+            }
         };
         let tree = || self.pool.install(|| ranges.par_iter().map(&encode).collect::<Result<Vec<_>>>());
         // The other schedules are a trace build's experiment; other builds carry only the tree.
@@ -748,6 +768,12 @@ impl Tokenizer {
                     .unwrap_or_else(|| Err(Error::new(ErrorKind::Encode, "a segment was not encoded")))
             })
             .collect()
+    }
+
+    /// Whether the engine writes its segments through `engine::out::Out`, so that columns lent
+    /// to it are used (the byte-level BPE and WordPiece engines).
+    fn lends_columns(&self) -> bool {
+        matches!(self.engine.name(), "bpe" | "wordpiece")
     }
 
     /// Counters of the prefix cache in this process (`None` when it is off).
@@ -1071,6 +1097,10 @@ fn joined<'a>(runs: &'a [CachedRun], rule: &CutRule) -> Vec<Run<'a>> {
         })
         .collect()
 }
+
+/// Rows beyond one per byte in the columns lent to the first segment of a text cut in several,
+/// for the template's special tokens around the text ([`Tokenizer::encode_plain`]).
+const ROOM_FOR_SPECIALS: usize = 64;
 
 /// The start of each segment: 0, then the cuts.
 fn starts(mut cuts: Vec<usize>) -> Vec<usize> {

@@ -11,8 +11,54 @@
 //! is at most the capacity of every written column (only `ids` in ids-only mode, whose other
 //! columns stay empty). The vectors' own lengths are set from `len` by [`Out::finish`] (and before
 //! any reallocation), so nothing else may read or write the columns meanwhile: they are private.
+//!
+//! [`lending`] lets the caller of an engine hand it the columns to write into: the first segment
+//! of a text encoded in parallel is written into columns that the calling thread allocated with
+//! room for the whole text's tokens, so that they become the encoding's and only the later
+//! segments are copied after them (`merge::assemble`); allocated on the calling thread, they come
+//! from its allocator arena, as one thread's output does, not from a pool thread's. Columns change
+//! no row written, only where the rows live.
+
+use std::cell::Cell;
 
 use crate::engine::Segment;
+
+/// Empty columns with room for some rows, lent to an engine by [`lending`].
+#[derive(Default)]
+pub(crate) struct Columns {
+    ids: Vec<u32>,
+    offsets: Vec<(usize, usize)>,
+    word_ids: Vec<u32>,
+}
+
+impl Columns {
+    /// Room for `rows` rows in every column, or only in `ids` without `full` (ids-only calls).
+    /// Pages that no row reaches are never touched.
+    pub(crate) fn with_capacity(rows: usize, full: bool) -> Columns {
+        let other = if full { rows } else { 0 };
+        Columns {
+            ids: Vec::with_capacity(rows),
+            offsets: Vec::with_capacity(other),
+            word_ids: Vec::with_capacity(other),
+        }
+    }
+}
+
+thread_local! {
+    /// Columns for the next [`Out`] made on this thread; taken by that `Out`, so they serve one
+    /// segment at most.
+    static LENT: Cell<Option<Columns>> = const { Cell::new(None) };
+}
+
+/// Runs `encode` (one engine call on this thread) with the first [`Out`] it makes writing into
+/// `columns` (emptied first; grown as any `Out` grows should they be short); columns no `Out`
+/// took (engines that do not write through `Out`) are dropped afterwards.
+pub(crate) fn lending<R>(columns: Columns, encode: impl FnOnce() -> R) -> R {
+    LENT.with(|lent| lent.set(Some(columns)));
+    let result = encode();
+    drop(LENT.with(Cell::take));
+    result
+}
 
 /// The segment being written; see the module documentation.
 pub(crate) struct Out {
@@ -35,16 +81,11 @@ impl Out {
     /// An empty segment with room for `capacity` rows (all three columns with `full`, else ids
     /// only).
     pub(crate) fn with_capacity(capacity: usize, full: bool) -> Out {
-        let mut out = Out {
-            ids: Vec::new(),
-            offsets: Vec::new(),
-            word_ids: Vec::new(),
-            len: 0,
-            cap: 0,
-            full,
-            words: 0,
-            added_words: Vec::new(),
-        };
+        let Columns { mut ids, mut offsets, mut word_ids } = LENT.with(Cell::take).unwrap_or_default();
+        ids.clear();
+        offsets.clear();
+        word_ids.clear();
+        let mut out = Out { ids, offsets, word_ids, len: 0, cap: 0, full, words: 0, added_words: Vec::new() };
         out.reserve(capacity.max(1));
         out
     }
@@ -167,5 +208,27 @@ mod tests {
             }
             assert_eq!(seg.words, 7);
         }
+    }
+
+    /// Columns lent by the caller are written by the first `Out` only, and only inside
+    /// `lending`; the rows are the same.
+    #[test]
+    fn lent_columns_reach_the_first_out() {
+        let lent = Columns::with_capacity(5000, true);
+        let ptr = lent.ids.as_ptr();
+        let (first, second) = lending(lent, || (Out::with_capacity(10, true), Out::with_capacity(10, true)));
+        assert_eq!(first.ids.as_ptr(), ptr);
+        assert!(first.ids.capacity() >= 5000 && first.offsets.capacity() >= 5000 && first.word_ids.capacity() >= 5000);
+        assert!(second.ids.capacity() < 5000);
+        lending(Columns::with_capacity(5000, true), || ());
+        assert!(Out::with_capacity(10, false).ids.capacity() < 5000);
+        let mut out = lending(Columns::with_capacity(2, false), || Out::with_capacity(1, true));
+        for k in 0..100u32 {
+            out.row(k, (k as usize, k as usize + 1), k);
+        }
+        let seg = out.finish();
+        assert_eq!(seg.ids, (0..100).collect::<Vec<_>>());
+        assert_eq!(seg.offsets, (0..100).map(|k| (k, k + 1)).collect::<Vec<_>>());
+        assert_eq!(seg.word_ids, (0..100).collect::<Vec<_>>());
     }
 }
