@@ -659,13 +659,20 @@ impl<'s> Letters<'s> {
     /// o200k's `[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*` from `k`, and the end of its last character that
     /// is also in the lower-ish set (see [`o200k_upper_lower`]). In ASCII the set is `[A-Z]`, none
     /// of which is lower-ish; a run that meets a multi-byte character goes on character by
-    /// character.
+    /// character, except that runs of CJK ideographs go by their lead bytes, 16 bytes at a time
+    /// ([`bits::lead3_run_end`]): they are all `\p{Lo}` (see [`CJK_LEAD_FIRST`]), which is in
+    /// both sets, so such a run's end is also the end of its last character in both.
     #[inline(always)]
     fn o200k_upper(&mut self, c: Classes, k: usize) -> (usize, Option<usize>) {
         let mut u = self.end_of(k, |m| m.upper);
         let mut last_both = None;
         if self.s.get(u).is_some_and(|&b| b >= 0x80) {
-            while u < self.s.len() {
+            while let Some(&b) = self.s.get(u) {
+                if b.wrapping_sub(CJK_LEAD_FIRST) <= CJK_LEAD_LAST - CJK_LEAD_FIRST {
+                    u = bits::lead3_run_end(self.kernel, self.s, u, CJK_LEAD_FIRST, CJK_LEAD_LAST);
+                    last_both = Some(u);
+                    continue;
+                }
                 let (class, len) = c.at(self.s, u);
                 if !in_set(class, S_UPPER) {
                     break;
@@ -1219,6 +1226,50 @@ mod tests {
             check_deepseek(text);
             if k % 4 == 0 {
                 check_scanners(text);
+            }
+        });
+    }
+
+    /// o200k's two letter alternatives over CJK runs (crossed by lead byte) next to characters
+    /// of every case class: upper, lower, titlecase, modifier letters, marks, and contractions,
+    /// so that the runs' back-off to the last character in both sets meets the CJK skip on
+    /// either side.
+    #[test]
+    fn random_o200k_cjk_against_oniguruma() {
+        let pool: Vec<&str> = vec![
+            "中",
+            "文字",
+            "中文字中文字中文字",
+            "一丁七万丈三上下",
+            "鿿",
+            "䷀",
+            "あ",
+            "ー",
+            "A",
+            "Z",
+            "a",
+            "z",
+            "É",
+            "é",
+            "Σ",
+            "σ",
+            "ǅ",
+            "ʰ",
+            "\u{301}",
+            "'s",
+            "'LL",
+            "，",
+            "。",
+            " ",
+            "\n",
+            "1",
+            "١",
+        ];
+        random_texts(0xbb67_ae85_84ca_a73b, &pool, 2_000, 16, |_, text| {
+            let want = oracle(O200K, text);
+            for kernel in [Kernel::Bulk, Kernel::Scalar] {
+                let pt = PreTokenizer::new(vec![Stage::O200k]).with_kernel(kernel);
+                assert_eq!(pieces(&pt, text), want, "o200k ({kernel:?}) on {text:?}");
             }
         });
     }
