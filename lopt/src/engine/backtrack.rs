@@ -100,6 +100,21 @@ impl Backtrack {
     /// 1]]`, empty for an id that is not a token); `None` when the arrays are inconsistent or too
     /// large for the trie's 32-bit nodes.
     pub(crate) fn new(merges: &MergeMap, starts: Vec<u32>, symbols: Vec<u32>) -> Option<Backtrack> {
+        Self::build(merges, starts, symbols, false)
+    }
+
+    /// [`Self::new`] with the trie and the histories (neither reads the other) built side by side
+    /// on the current rayon pool when `side_by_side` and the caller is on one (else one after the
+    /// other). Only for a caller that holds no lock a pool task could also want: a join may run
+    /// another task of the pool on this thread meanwhile (a lazy build inside a `OnceLock`
+    /// initializer could so re-enter its own cell, which deadlocks), so the seed's synchronous
+    /// build alone asks for it and stores the result itself.
+    pub(crate) fn build(
+        merges: &MergeMap,
+        starts: Vec<u32>,
+        symbols: Vec<u32>,
+        side_by_side: bool,
+    ) -> Option<Backtrack> {
         let size = starts.len().checked_sub(1)?;
         if starts.windows(2).any(|w| w[0] > w[1]) || starts.last().copied()? as usize != symbols.len() {
             return None;
@@ -109,10 +124,30 @@ impl Backtrack {
         // and its longest shorter prefix is the last token met on its path.
         let mut ids: Vec<u32> = (0..size).filter(|&id| len(id) > 0).map(|id| id as u32).collect();
         ids.sort_unstable_by_key(|&id| len(id as usize));
+        let trie = || Self::trie(size, &starts, &symbols, &ids);
+        let walks = || histories(merges, &starts, &symbols, &ids);
+        let (built, walks) = if side_by_side && rayon::current_thread_index().is_some() {
+            rayon::join(trie, walks)
+        } else {
+            (trie(), walks())
+        };
+        let (trie, first, index, second, shorter) = built?;
+        Some(Backtrack { trie, first, index, second, shorter, starts, symbols, walks })
+    }
+
+    /// The compiled trie of the spellings (`ids`: those with one, shortest first) and each
+    /// token's longest shorter prefix token; `None` when it outgrows 32-bit nodes.
+    #[allow(clippy::type_complexity)]
+    fn trie(
+        size: usize,
+        starts: &[u32],
+        symbols: &[u32],
+        ids: &[u32],
+    ) -> Option<(U64Map, Vec<u64>, Vec<u16>, Vec<u64>, Vec<u32>)> {
         let mut trie = U64Map::with_capacity(symbols.len());
         let mut node_token = vec![NONE];
         let mut shorter = vec![NONE; size];
-        for &id in &ids {
+        for &id in ids {
             let mut node = 0u64;
             let mut prefix = NONE;
             for &s in &symbols[starts[id as usize] as usize..starts[id as usize + 1] as usize] {
@@ -143,9 +178,8 @@ impl Backtrack {
             }
             shorter[id as usize] = prefix;
         }
-        let walks = histories(merges, &starts, &symbols, &ids);
         let (trie, first, index, second) = compile(&trie, &node_token);
-        Some(Backtrack { trie, first, index, second, shorter, starts, symbols, walks })
+        Some((trie, first, index, second, shorter))
     }
 
     /// The longest token that `text` starts with ([`NONE`] when no token spells its first

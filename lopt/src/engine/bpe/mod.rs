@@ -195,11 +195,14 @@ impl BpeEngine {
 /// Builds the model's long-word search (so that the first long pre-token does not wait for it)
 /// and then its seeded cache into `seed`: the search's histories say which vocabulary entries
 /// merge to themselves, and the seed takes those without merging them (most of its work). On
-/// `pool` when there is one, the cut table beside the search.
+/// `pool` when there is one, the cut table beside the search and the search's trie beside its
+/// histories: this is the synchronous seed alone (the background one calls it without a pool),
+/// so no lazy build of the same cells is in flight, and the search is built outside its cell
+/// ([`BpeModel::build_long_search_side_by_side`]).
 fn seed_and_search(model: &BpeModel, seed: &OnceLock<SeedCache>, pool: Option<&Arc<rayon::ThreadPool>>) {
     match pool {
         Some(pool) => pool.install(|| {
-            rayon::join(|| model.long_search(), || model.cuts());
+            rayon::join(|| model.build_long_search_side_by_side(), || model.cuts());
             let _ = seed.set(model.seed_cache());
         }),
         None => {

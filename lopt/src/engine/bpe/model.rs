@@ -35,7 +35,7 @@ use serde_json::Value;
 
 use super::cache::{SeedCache, SEED_MAX_LEN};
 use super::table::{MergeMap, NO_RANK};
-use crate::doc::Doc;
+use crate::doc::{Doc, Merge, TokenIds};
 use crate::engine::merge_core;
 
 /// GPT-2's `bytes_to_unicode`: the printable character that stands for each byte.
@@ -70,6 +70,74 @@ fn char_to_byte(c: char, inverse: &[Option<u8>; 0x144]) -> Option<u8> {
 }
 
 type Hasher = ahash::RandomState;
+
+/// The byte-level model's vocabulary: each token's bytes to its id (tokens with a character
+/// outside the byte-level alphabet left out: they can never be produced), the byte length by
+/// id, and each byte's id. `max_id`: the largest id of `by_string`.
+#[allow(clippy::type_complexity)]
+fn byte_vocab(
+    by_string: &TokenIds<'_>,
+    max_id: u32,
+) -> Result<(HashMap<Box<[u8]>, u32, Hasher>, Vec<u32>, [u32; 256]), String> {
+    let table = char_to_byte_table();
+    let mut vocab: HashMap<Box<[u8]>, u32, Hasher> =
+        HashMap::with_capacity_and_hasher(by_string.len(), Hasher::default());
+    let mut token_len = vec![0u32; max_id as usize + 1];
+    let mut seen = vec![false; max_id as usize + 1];
+    // Each token's bytes in one reused buffer, then one exact allocation (collecting into a
+    // `Vec` grew and shrank it: two or three allocator calls per token, ~7 % of the load).
+    let mut bytes = Vec::new();
+    for (token, &id) in by_string {
+        if std::mem::replace(&mut seen[id as usize], true) {
+            return Err(format!("BPE vocab id {id} is used twice"));
+        }
+        bytes.clear();
+        let mut known = true;
+        for c in token.chars() {
+            match char_to_byte(c, &table) {
+                Some(b) => bytes.push(b),
+                None => {
+                    known = false;
+                    break;
+                }
+            }
+        }
+        if !known {
+            continue;
+        }
+        token_len[id as usize] = u32::try_from(bytes.len()).map_err(|_| "BPE token too long")?;
+        vocab.insert(Box::from(&bytes[..]), id);
+    }
+    let mut byte_ids = [0u32; 256];
+    for b in 0..=255u8 {
+        let key = [b];
+        byte_ids[usize::from(b)] =
+            *vocab.get(&key[..]).ok_or_else(|| format!("byte {b:#04x} has no token: characters could be dropped"))?;
+    }
+    Ok((vocab, token_len, byte_ids))
+}
+
+/// The merge table of `merges` (`None`: the file's merges are not a list), each side and the
+/// merged spelling looked up in `by_string`.
+fn merge_table(by_string: &TokenIds<'_>, merges: Option<&[Merge<'_>]>) -> Result<MergeMap, String> {
+    let merges_json = merges.ok_or("BPE merges are not a list")?;
+    let mut merges = Vec::with_capacity(merges_json.len());
+    // The merged token's spelling, rebuilt in one buffer (a `format!` per merge was a tenth of
+    // the model's load).
+    let mut joined = String::new();
+    for merge in merges_json {
+        let (a, b) = merge.sides()?;
+        let id_of = |s: &str| by_string.get(s).copied().ok_or_else(|| format!("merge token {s:?} is not in the vocab"));
+        let (ia, ib) = (id_of(a)?, id_of(b)?);
+        joined.clear();
+        joined.push_str(a);
+        joined.push_str(b);
+        let merged = id_of(&joined)?;
+        merges.push((ia, ib, merged));
+    }
+    // A repeated pair keeps its last rank, as HF's map does.
+    Ok(MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?)
+}
 
 /// A pre-token whose ids are known: a slice of [`BpeModel`]'s scratch output.
 pub(crate) struct BpeModel {
@@ -157,67 +225,25 @@ impl BpeModel {
                 return Err(format!("BPE {key} is not supported natively"));
             }
         }
-        let table = char_to_byte_table();
         // One map of the file's strings, shared with every other reader (`doc.rs`).
         let by_string = doc.vocab.as_ref().ok_or("BPE vocab is not an object of u32 ids")?;
-        let mut vocab: HashMap<Box<[u8]>, u32, Hasher> =
-            HashMap::with_capacity_and_hasher(by_string.len(), Hasher::default());
         let max_id = by_string.values().copied().max().unwrap_or(0);
         if max_id >= 1 << 31 {
             return Err("BPE vocab id is not below 2^31".into());
         }
-        let mut token_len = vec![0u32; max_id as usize + 1];
-        let mut seen = vec![false; max_id as usize + 1];
-        // Each token's bytes in one reused buffer, then one exact allocation (collecting into a
-        // `Vec` grew and shrank it: two or three allocator calls per token, ~7 % of the load).
-        let mut bytes = Vec::new();
-        for (token, &id) in by_string {
-            if std::mem::replace(&mut seen[id as usize], true) {
-                return Err(format!("BPE vocab id {id} is used twice"));
-            }
-            bytes.clear();
-            // Tokens with characters outside the byte-level alphabet can never be produced.
-            let mut known = true;
-            for c in token.chars() {
-                match char_to_byte(c, &table) {
-                    Some(b) => bytes.push(b),
-                    None => {
-                        known = false;
-                        break;
-                    }
-                }
-            }
-            if !known {
-                continue;
-            }
-            token_len[id as usize] = u32::try_from(bytes.len()).map_err(|_| "BPE token too long")?;
-            vocab.insert(Box::from(&bytes[..]), id);
-        }
-        let mut byte_ids = [0u32; 256];
-        for b in 0..=255u8 {
-            let key = [b];
-            byte_ids[usize::from(b)] = *vocab
-                .get(&key[..])
-                .ok_or_else(|| format!("byte {b:#04x} has no token: characters could be dropped"))?;
-        }
-        let merges_json = doc.merges.as_deref().ok_or("BPE merges are not a list")?;
-        let mut merges = Vec::with_capacity(merges_json.len());
-        // The merged token's spelling, rebuilt in one buffer (a `format!` per merge was a tenth of
-        // the model's load).
-        let mut joined = String::new();
-        for merge in merges_json {
-            let (a, b) = merge.sides()?;
-            let id_of =
-                |s: &str| by_string.get(s).copied().ok_or_else(|| format!("merge token {s:?} is not in the vocab"));
-            let (ia, ib) = (id_of(a)?, id_of(b)?);
-            joined.clear();
-            joined.push_str(a);
-            joined.push_str(b);
-            let merged = id_of(&joined)?;
-            merges.push((ia, ib, merged));
-        }
-        // A repeated pair keeps its last rank, as HF's map does.
-        let merges = MergeMap::new(&merges).ok_or("BPE ids and merge ranks do not fit the merge table")?;
+        // The byte vocabulary and the merge table read only the file's map, not each other: on
+        // the loading pool they are built side by side (a third to a half of the model's build
+        // each). Neither runs inside a lock, so the join's work stealing is harmless. The
+        // vocabulary's reason is reported first, as when built one after the other.
+        let vocab_part = || byte_vocab(by_string, max_id);
+        let merges_part = || merge_table(by_string, doc.merges.as_deref());
+        let (vocab_part, merges_part) = if rayon::current_thread_index().is_some() {
+            rayon::join(vocab_part, merges_part)
+        } else {
+            (vocab_part(), merges_part())
+        };
+        let (vocab, token_len, byte_ids) = vocab_part?;
+        let merges = merges_part?;
         let ignore_merges = model["ignore_merges"].as_bool().unwrap_or(false);
         let mut model = BpeModel {
             byte_ids,
@@ -320,7 +346,18 @@ impl BpeModel {
     /// thread calls this after building the seed cache, so that the first long word does not
     /// wait for it).
     pub(crate) fn long_search(&self) -> Option<&backtrack::Backtrack> {
-        self.long.get_or_init(|| backtrack::search(self)).as_ref()
+        self.long.get_or_init(|| backtrack::search(self, false)).as_ref()
+    }
+
+    /// [`Self::long_search`] for the synchronous seed: built outside the cell, its trie and
+    /// histories side by side on the current pool, then stored. Never inside the cell's
+    /// initializer: a join there may run another task that needs the same cell on this thread
+    /// (std's `OnceLock` then deadlocks), which is why the lazy path stays sequential.
+    pub(crate) fn build_long_search_side_by_side(&self) {
+        if self.long.get().is_none() {
+            // Another thread that stored it first wins; both built the same search.
+            let _ = self.long.set(backtrack::search(self, true));
+        }
     }
 
     /// The cut table, built now if it is not yet.

@@ -4,8 +4,10 @@
 use super::BpeModel;
 pub(crate) use crate::engine::backtrack::{Backtrack, Scratch};
 
-/// Compiles the search for `model`; `None` when the vocabulary is too large for it.
-pub(crate) fn search(model: &BpeModel) -> Option<Backtrack> {
+/// Compiles the search for `model`; `None` when the vocabulary is too large for it. With
+/// `side_by_side`, its two parts on the current pool (see [`Backtrack::build`] for when that is
+/// allowed).
+pub(crate) fn search(model: &BpeModel, side_by_side: bool) -> Option<Backtrack> {
     let size = model.token_len.len();
     let mut by_id: Vec<&[u8]> = vec![&[]; size];
     for (bytes, &id) in &model.vocab {
@@ -20,7 +22,7 @@ pub(crate) fn search(model: &BpeModel) -> Option<Backtrack> {
         symbols.extend(bytes.iter().map(|&b| model.byte_ids[usize::from(b)]));
         starts.push(u32::try_from(symbols.len()).ok()?);
     }
-    Backtrack::new(&model.merges, starts, symbols)
+    Backtrack::build(&model.merges, starts, symbols, side_by_side)
 }
 
 /// Appends BPE of `word` to `out` by the search; `false` (nothing appended) if it fails.
@@ -92,10 +94,14 @@ mod tests {
     fn backtracking_is_the_heap_merge_on_random_models() {
         let mut checked = 0;
         let mut walks = (0, 0);
+        // Odd seeds build the search's two parts side by side on a pool (the synchronous seed's
+        // way), even ones one after the other: the same search either way.
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         for seed in 1..60u64 {
             let letters = 1 + (seed % 4) as u8;
             let model = random_model(seed * 7919, letters, 20 + (seed as usize * 3) % 60);
-            let Some(search) = search(&model) else { continue };
+            let built = if seed % 2 == 1 { pool.install(|| search(&model, true)) } else { search(&model, false) };
+            let Some(search) = built else { continue };
             let (walkable, others) = search.check_walks(&model.merges, 120);
             walks.0 += walkable;
             walks.1 += others;
@@ -133,7 +139,7 @@ mod tests {
         for seed in 1..40u64 {
             let letters = 1 + (seed % 3) as u8;
             let model = random_model(seed * 104_729, letters, 20 + (seed as usize * 7) % 50);
-            let Some(search) = search(&model) else { continue };
+            let Some(search) = search(&model, false) else { continue };
             let mut state = seed | 1;
             for _ in 0..100 {
                 let len = 2 + (state % 120) as usize;
@@ -160,7 +166,7 @@ mod tests {
     #[test]
     fn backtracking_is_the_heap_merge_on_fixtures() {
         for (name, model) in fixture_models(&BYTE_LEVEL) {
-            let search = search(&model).expect("the search builds");
+            let search = search(&model, false).expect("the search builds");
             let (walkable, others) = search.check_walks(&model.merges, 40);
             eprintln!("{name}: {walkable} tokens decided by the rank walk, {others} reachable ones by merging");
             let mut scratch = Scratch::default();
@@ -201,7 +207,7 @@ mod tests {
     fn long_word_timing() {
         for (name, model) in fixture_models(&BYTE_LEVEL) {
             let t = std::time::Instant::now();
-            let search = search(&model).unwrap();
+            let search = search(&model, false).unwrap();
             let build = t.elapsed();
             let mut scratch = Scratch::default();
             let mut line = format!("{name}: build {:.1} ms", build.as_secs_f64() * 1e3);
