@@ -108,6 +108,9 @@ pub(super) enum Kind {
 }
 
 /// The Bert normalizer with a lazily filled per-character cache for the BMP.
+///
+/// Memory bound of the cache: one `AtomicU32` per BMP code point, 2^16 of them (256 KiB),
+/// allocated once with the engine and shared by all threads; it never grows.
 pub(super) struct Bert {
     pub(super) options: BertOptions,
     /// Packed [`Kind`] per BMP character (0 = not computed yet); races only store equal values.
