@@ -322,6 +322,36 @@ pub(crate) fn is_stable(form: Form, c: char) -> bool {
     cp < 0x80 || cp < 0x10000 && safe_bmp(form)[cp as usize / 64] & (1 << (cp % 64)) != 0
 }
 
+/// The character `form` turns `c` into when that is one character and the two do not interact
+/// with their neighbours: `c` itself when it is stable ([`is_stable`]), else the single character
+/// of `c`'s full decomposition (compatibility for NFKC/NFKD, canonical for NFC/NFD) when that
+/// character is stable (`，` U+FF0C -> `,`, U+3000 -> ` `, a CJK compatibility ideograph -> its
+/// unified one); `None` otherwise.
+///
+/// Why a text made only of such characters normalizes character by character (the fast path of
+/// `normalize_aligned`): the full decomposition of the text is the concatenation of each
+/// character's, and here each is one stable character `d` (combining class 0, quick check Yes).
+/// Reordering never moves a class-0 character, and composition joins a starter only with a later
+/// character that may compose with what precedes it, which has quick check Maybe (not Yes). So
+/// composition changes nothing, and the normal form of the text is the sequence of the `d`s: one
+/// output character per input character, which HF aligns to that input character.
+#[inline]
+pub(crate) fn simple_map(form: Form, c: char) -> Option<char> {
+    if is_stable(form, c) {
+        return Some(c);
+    }
+    let (mut single, mut count) = ('\0', 0u32);
+    let emit = |d: char| {
+        single = d;
+        count += 1;
+    };
+    match form {
+        Form::Nfkc | Form::Nfkd => unicode_normalization_alignments::char::decompose_compatible(c, emit),
+        Form::Nfc | Form::Nfd => unicode_normalization_alignments::char::decompose_canonical(c, emit),
+    }
+    (count == 1 && is_stable(form, single)).then_some(single)
+}
+
 /// Whether `form` leaves `s` unchanged.
 pub(crate) fn is_unchanged(form: Form, s: &str) -> bool {
     first_change(form, s).is_none()
