@@ -38,7 +38,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use serde_json::Value;
 
-use crate::boundary::{ceil_char_boundary, floor_char_boundary};
+use crate::boundary::floor_char_boundary;
 
 use super::out::Out;
 use super::{Engine, Segment};
@@ -639,9 +639,7 @@ impl BpeEngine {
             while left > done && !cuts.is_safe(piece, left) {
                 left = floor_char_boundary(piece, left - 1);
             }
-            while right < piece.len() && !cuts.is_safe(piece, right) {
-                right = ceil_char_boundary(piece, right + 1);
-            }
+            right = cuts.next_safe(piece, right);
             if done < left {
                 report(start + done, start + left, false);
             }
