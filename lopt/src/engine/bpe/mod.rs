@@ -457,6 +457,14 @@ impl<const FULL: bool> Run<'_, FULL> {
         if FULL {
             self.out.words += 1;
         }
+        // A one-byte word is its byte's token (`BpeModel::byte_id`), which the cache would
+        // return after a probe: Qwen's digits are one pre-token each (random digits: a million
+        // one-byte words per MB).
+        if len == 1 {
+            let id = self.engine.model.byte_id(all[start]);
+            push_hit::<FULL>(&mut self.out, text, (start, end), Hit::One(id), false, word);
+            return;
+        }
         // One compare for the short words that make most of a text; the slice of the word is
         // made only where it is read (a hit on a short word needs only its packed key).
         if len > cache::SEED_MAX_LEN && (len > cache::MAX_LEN || is_long_cjk(&all[start..end])) {

@@ -365,6 +365,13 @@ impl BpeModel {
         self.cuts.get_or_init(|| split::Cuts::new(self.vocab.keys().map(|t| &t[..])))
     }
 
+    /// The token of the one-byte pre-token `b`: what [`Self::encode`] gives for it (BPE has
+    /// nothing to merge; with `ignore_merges` the whole-word lookup finds the same entry).
+    #[inline(always)]
+    pub(crate) fn byte_id(&self, b: u8) -> u32 {
+        self.byte_ids[usize::from(b)]
+    }
+
     /// Byte length of the model token `id` (0 for an id that is not the model's).
     #[inline]
     pub(crate) fn token_len(&self, id: u32) -> usize {
