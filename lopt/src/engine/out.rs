@@ -7,6 +7,10 @@
 //! English encode. Here the row count and the room left in all three columns live in the
 //! writer, so a row is one compare and three stores.
 //!
+//! The mode is a type parameter (`Out<true>` writes all three columns, `Out<false>`, the ids-only
+//! mode, only the ids): a run-time flag cost a test per token in the engines' hottest loops, which
+//! already know their mode at compile time.
+//!
 //! Invariants: rows `0..len` of every written column are initialized; `len <= cap`, where `cap`
 //! is at most the capacity of every written column (only `ids` in ids-only mode, whose other
 //! columns stay empty). The vectors' own lengths are set from `len` by [`Out::finish`] (and before
@@ -60,8 +64,9 @@ pub(crate) fn lending<R>(columns: Columns, encode: impl FnOnce() -> R) -> R {
     result
 }
 
-/// The segment being written; see the module documentation.
-pub(crate) struct Out {
+/// The segment being written, with offsets and word ids when `FULL`; see the module
+/// documentation.
+pub(crate) struct Out<const FULL: bool> {
     ids: Vec<u32>,
     offsets: Vec<(usize, usize)>,
     word_ids: Vec<u32>,
@@ -69,23 +74,21 @@ pub(crate) struct Out {
     len: usize,
     /// Rows that fit in every written column.
     cap: usize,
-    /// Whether offsets and word ids are written (not in ids-only mode).
-    full: bool,
     /// Pre-tokens and added tokens so far ([`Segment::words`]).
     pub(crate) words: u32,
     /// [`Segment::added_words`].
     pub(crate) added_words: Vec<u32>,
 }
 
-impl Out {
-    /// An empty segment with room for `capacity` rows (all three columns with `full`, else ids
+impl<const FULL: bool> Out<FULL> {
+    /// An empty segment with room for `capacity` rows (all three columns with `FULL`, else ids
     /// only).
-    pub(crate) fn with_capacity(capacity: usize, full: bool) -> Out {
+    pub(crate) fn with_capacity(capacity: usize) -> Self {
         let Columns { mut ids, mut offsets, mut word_ids } = LENT.with(Cell::take).unwrap_or_default();
         ids.clear();
         offsets.clear();
         word_ids.clear();
-        let mut out = Out { ids, offsets, word_ids, len: 0, cap: 0, full, words: 0, added_words: Vec::new() };
+        let mut out = Out { ids, offsets, word_ids, len: 0, cap: 0, words: 0, added_words: Vec::new() };
         out.reserve(capacity.max(1));
         out
     }
@@ -97,7 +100,7 @@ impl Out {
         self.sync_lens();
         self.ids.reserve(additional);
         self.cap = self.ids.capacity();
-        if self.full {
+        if FULL {
             self.offsets.reserve(additional);
             self.word_ids.reserve(additional);
             self.cap = self.cap.min(self.offsets.capacity()).min(self.word_ids.capacity());
@@ -111,7 +114,7 @@ impl Out {
         // `len` 0 in ids-only mode, where only `ids` is synced.
         unsafe {
             self.ids.set_len(self.len);
-            if self.full {
+            if FULL {
                 self.offsets.set_len(self.len);
                 self.word_ids.set_len(self.len);
             }
@@ -130,7 +133,8 @@ impl Out {
         self.len = self.len.min(len);
     }
 
-    /// Appends one token: its id, and with `full` its offsets and word id.
+    /// Appends one token: its id, and with `FULL` its offsets and word id (ids-only mode: the
+    /// id alone; `offsets` and `word` are then not read).
     #[inline(always)]
     pub(crate) fn row(&mut self, id: u32, offsets: (usize, usize), word: u32) {
         if self.len >= self.cap {
@@ -139,11 +143,11 @@ impl Out {
         }
         let at = self.len;
         // SAFETY: `at < cap`, checked above, and `cap` is at most the capacity of `ids` and, with
-        // `full`, of `offsets` and `word_ids` (set by `reserve`, the only place capacities
+        // `FULL`, of `offsets` and `word_ids` (set by `reserve`, the only place capacities
         // change), so each write is inside its vector's allocation; the rows are plain data.
         unsafe {
             self.ids.as_mut_ptr().add(at).write(id);
-            if self.full {
+            if FULL {
                 self.offsets.as_mut_ptr().add(at).write(offsets);
                 self.word_ids.as_mut_ptr().add(at).write(word);
             }
@@ -155,20 +159,7 @@ impl Out {
     /// row gets empty offsets and word 0, so that every written column stays initialized.
     #[inline(always)]
     pub(crate) fn id(&mut self, id: u32) {
-        if self.full {
-            self.row(id, (0, 0), 0);
-            return;
-        }
-        if self.len >= self.cap {
-            self.reserve(self.len.max(64));
-        }
-        let at = self.len;
-        // SAFETY: `at < cap`, checked above, and `cap` is at most the capacity of `ids` (set by
-        // `reserve`, the only place capacities change), the only column written without `full`.
-        unsafe {
-            self.ids.as_mut_ptr().add(at).write(id);
-        }
-        self.len = at + 1;
+        self.row(id, (0, 0), 0);
     }
 
     /// The finished segment.
@@ -192,15 +183,15 @@ mod tests {
     /// Rows come out as written, in both modes, through many regrowths from a tiny start.
     #[test]
     fn rows_survive_growth() {
-        for full in [true, false] {
-            let mut out = Out::with_capacity(1, full);
+        fn check<const FULL: bool>() {
+            let mut out = Out::<FULL>::with_capacity(1);
             for k in 0..10_000u32 {
                 out.row(k, (k as usize, k as usize + 1), k / 3);
             }
             out.words = 7;
             let seg = out.finish();
             assert_eq!(seg.ids, (0..10_000).collect::<Vec<_>>());
-            if full {
+            if FULL {
                 assert_eq!(seg.offsets, (0..10_000).map(|k| (k, k + 1)).collect::<Vec<_>>());
                 assert_eq!(seg.word_ids, (0..10_000).map(|k| k / 3).collect::<Vec<_>>());
             } else {
@@ -208,6 +199,8 @@ mod tests {
             }
             assert_eq!(seg.words, 7);
         }
+        check::<true>();
+        check::<false>();
     }
 
     /// Columns lent by the caller are written by the first `Out` only, and only inside
@@ -216,13 +209,13 @@ mod tests {
     fn lent_columns_reach_the_first_out() {
         let lent = Columns::with_capacity(5000, true);
         let ptr = lent.ids.as_ptr();
-        let (first, second) = lending(lent, || (Out::with_capacity(10, true), Out::with_capacity(10, true)));
+        let (first, second) = lending(lent, || (Out::<true>::with_capacity(10), Out::<true>::with_capacity(10)));
         assert_eq!(first.ids.as_ptr(), ptr);
         assert!(first.ids.capacity() >= 5000 && first.offsets.capacity() >= 5000 && first.word_ids.capacity() >= 5000);
         assert!(second.ids.capacity() < 5000);
         lending(Columns::with_capacity(5000, true), || ());
-        assert!(Out::with_capacity(10, false).ids.capacity() < 5000);
-        let mut out = lending(Columns::with_capacity(2, false), || Out::with_capacity(1, true));
+        assert!(Out::<false>::with_capacity(10).ids.capacity() < 5000);
+        let mut out = lending(Columns::with_capacity(2, false), || Out::<true>::with_capacity(1));
         for k in 0..100u32 {
             out.row(k, (k as usize, k as usize + 1), k);
         }

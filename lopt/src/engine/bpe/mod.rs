@@ -343,7 +343,7 @@ impl Text<'_> {
 struct Run<'a, const FULL: bool> {
     engine: &'a BpeEngine,
     /// The segment's columns, written one row per token (offsets and word ids only when full).
-    out: Out,
+    out: Out<FULL>,
     scratch: Scratch,
     /// Borrowed from the engine's pool for the call.
     cache: WordCache,
@@ -376,7 +376,7 @@ impl<const FULL: bool, const ALIGNED: bool> pretok::Sink for Words<'_, '_, '_, F
 /// only the ids are written (ids-only mode: the other columns stay empty).
 #[inline(always)]
 fn push_tokens<const FULL: bool>(
-    out: &mut Out,
+    out: &mut Out<FULL>,
     text: Text<'_>,
     start: usize,
     tokens: &[(u32, u32)],
@@ -408,7 +408,7 @@ fn push_tokens<const FULL: bool>(
 /// Appends the tokens of a cached word `start..end` (only its ids without `FULL`).
 #[inline(always)]
 fn push_hit<const FULL: bool>(
-    out: &mut Out,
+    out: &mut Out<FULL>,
     text: Text<'_>,
     (start, end): (usize, usize),
     hit: Hit<'_>,
@@ -711,7 +711,7 @@ impl BpeEngine {
         // never touched.
         let mut run = Run::<FULL> {
             engine: self,
-            out: Out::with_capacity(segment.len() / 2, FULL),
+            out: Out::with_capacity(segment.len() / 2),
             scratch: Scratch::with_memo(memo),
             cache,
             ids: Vec::new(),

@@ -118,25 +118,25 @@ impl Engine for WordPieceEngine {
     }
 
     fn encode_segment(&self, segment: &str) -> Result<Segment> {
-        self.encode(segment, true)
+        self.encode::<true>(segment)
     }
 
     fn encode_ids(&self, segment: &str, _continuation: bool) -> Result<Vec<u32>> {
         // A segment's start needs no continuation here: the pipeline has no Prepend.
-        Ok(self.encode(segment, false)?.ids)
+        Ok(self.encode::<false>(segment)?.ids)
     }
 }
 
 impl WordPieceEngine {
-    /// Encodes a segment; without `full`, only its ids (the offset and word-id columns and the
-    /// token strings stay empty).
-    fn encode(&self, segment: &str, full: bool) -> Result<Segment> {
+    /// Encodes a segment; without `FULL`, only its ids (the offset and word-id columns and the
+    /// token strings stay empty; monomorphized, so the per-token writes test no mode).
+    fn encode<const FULL: bool>(&self, segment: &str) -> Result<Segment> {
         // English runs about 3.2 bytes a token: a quarter of the length made every column grow
         // once (a copy of each, and fresh pages to fault in). Half covers nearly all text, and
         // the capacity never touched costs no pages.
         let capacity = segment.len() / 2 + 8;
-        let mut out = Columns { rows: Out::with_capacity(capacity, full), tokens: Vec::new() };
-        let mut scratch = Scratch { full, ..Scratch::default() };
+        let mut out = Columns::<FULL> { rows: Out::with_capacity(capacity), tokens: Vec::new() };
+        let mut scratch = Scratch::default();
         match &self.added {
             None => self.piece(segment, 0, &mut out, &mut scratch)?,
             Some(added) => {
@@ -145,7 +145,7 @@ impl WordPieceEngine {
                 for split in splits {
                     match split {
                         Split::Text(s, e) => self.piece(&segment[s..e], s, &mut out, &mut scratch)?,
-                        Split::Token(id, s, e) => self.push_added(id, (s, e), &segment[s..e], &mut out, full),
+                        Split::Token(id, s, e) => self.push_added(id, (s, e), &segment[s..e], &mut out),
                     }
                 }
             }
@@ -158,8 +158,8 @@ impl WordPieceEngine {
 
 /// The segment being written: the BPE engine's output columns (one capacity check per token
 /// instead of one per column) and the token strings, when the engine writes them.
-struct Columns {
-    rows: Out,
+struct Columns<const FULL: bool> {
+    rows: Out<FULL>,
     tokens: Vec<String>,
 }
 
@@ -171,8 +171,6 @@ struct Scratch {
     map: Vec<(usize, usize)>,
     /// Normalized characters of one input character.
     chars: Vec<char>,
-    /// Whether offsets, word ids and token strings are written (else only ids).
-    full: bool,
 }
 
 /// The word being accumulated.
@@ -187,10 +185,10 @@ enum Word {
 
 impl WordPieceEngine {
     /// Appends an added token as a word of its own; `value` is the text it matched.
-    fn push_added(&self, id: u32, offsets: (usize, usize), value: &str, out: &mut Columns, full: bool) {
+    fn push_added<const FULL: bool>(&self, id: u32, offsets: (usize, usize), value: &str, out: &mut Columns<FULL>) {
         let rows = &mut out.rows;
         rows.row(id, offsets, rows.words);
-        if !full {
+        if !FULL {
             rows.words += 1;
             return;
         }
@@ -203,7 +201,13 @@ impl WordPieceEngine {
 
     /// Normalizes, pre-tokenizes and tokenizes one piece without raw added tokens: `text` starts
     /// at byte `base` of the segment.
-    fn piece(&self, text: &str, base: usize, out: &mut Columns, scratch: &mut Scratch) -> Result<()> {
+    fn piece<const FULL: bool>(
+        &self,
+        text: &str,
+        base: usize,
+        out: &mut Columns<FULL>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
         if let Some(added) = &self.normalized_added {
             return self.piece_with_added(added, text, base, out, scratch);
         }
@@ -218,11 +222,11 @@ impl WordPieceEngine {
     }
 
     /// The one-pass scan; `Ok(Err(Reorder))` when the piece must be redone exactly.
-    fn piece_fast(
+    fn piece_fast<const FULL: bool>(
         &self,
         text: &str,
         base: usize,
-        out: &mut Columns,
+        out: &mut Columns<FULL>,
         scratch: &mut Scratch,
     ) -> Result<std::result::Result<(), normalize::Reorder>> {
         let bytes = text.as_bytes();
@@ -265,7 +269,7 @@ impl WordPieceEngine {
                     }
                     Kind::Punct(p) if p.is_ascii() => {
                         self.flush(&mut word, text, base, out, scratch)?;
-                        self.emit_word(&[p as u8], 1, scratch.full, out, |s, e| (base + i + s, base + i + e))?;
+                        self.emit_word(&[p as u8], 1, out, |s, e| (base + i + s, base + i + e))?;
                         last_ccc = 0;
                         i += 1;
                         continue;
@@ -291,7 +295,7 @@ impl WordPieceEngine {
                 Kind::Punct(p) | Kind::Cjk(p) => {
                     self.flush(&mut word, text, base, out, scratch)?;
                     let mut buf = [0u8; 4];
-                    self.emit_word(p.encode_utf8(&mut buf).as_bytes(), 1, scratch.full, out, |_, _| range)?;
+                    self.emit_word(p.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
                     last_ccc = 0;
                 }
                 Kind::Word(w) => {
@@ -313,7 +317,7 @@ impl WordPieceEngine {
                             Class::Punct => {
                                 self.flush(&mut word, text, base, out, scratch)?;
                                 let mut buf = [0u8; 4];
-                                self.emit_word(n.encode_utf8(&mut buf).as_bytes(), 1, scratch.full, out, |_, _| range)?;
+                                self.emit_word(n.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
                             }
                             Class::Word => {
                                 self.to_mapped(word, text, base, scratch);
@@ -333,19 +337,25 @@ impl WordPieceEngine {
 
     /// The exact path: HF's transforms replayed on the whole piece, then the same
     /// pre-tokenization and model.
-    fn piece_exact(&self, text: &str, base: usize, out: &mut Columns, scratch: &mut Scratch) -> Result<()> {
+    fn piece_exact<const FULL: bool>(
+        &self,
+        text: &str,
+        base: usize,
+        out: &mut Columns<FULL>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
         let normalized = self.bert.normalize_exact(text);
         self.words_of(&normalized, text, base, out, scratch)
     }
 
     /// A piece when some added tokens are matched on normalized text: the exact normalization,
     /// then HF's second `split_with_indices` on the normalized piece.
-    fn piece_with_added(
+    fn piece_with_added<const FULL: bool>(
         &self,
         added: &Added,
         text: &str,
         base: usize,
-        out: &mut Columns,
+        out: &mut Columns<FULL>,
         scratch: &mut Scratch,
     ) -> Result<()> {
         let chars = self.bert.normalize_exact(text);
@@ -366,7 +376,7 @@ impl WordPieceEngine {
                 Split::Token(id, s, e) => {
                     let (first, last) = (index(s), index(e) - 1);
                     let offsets = (base + chars[first].1 .0, base + chars[last].1 .1);
-                    self.push_added(id, offsets, &normalized[s..e], out, scratch.full);
+                    self.push_added(id, offsets, &normalized[s..e], out);
                 }
             }
         }
@@ -375,12 +385,12 @@ impl WordPieceEngine {
 
     /// Pre-tokenizes normalized characters (each with its original range relative to `text`,
     /// which starts at `base`) and tokenizes the words.
-    fn words_of(
+    fn words_of<const FULL: bool>(
         &self,
         normalized: &[(char, (usize, usize))],
         text: &str,
         base: usize,
-        out: &mut Columns,
+        out: &mut Columns<FULL>,
         scratch: &mut Scratch,
     ) -> Result<()> {
         let mut word = Word::None;
@@ -391,7 +401,7 @@ impl WordPieceEngine {
                 Class::Punct => {
                     self.flush(&mut word, text, base, out, scratch)?;
                     let mut buf = [0u8; 4];
-                    self.emit_word(c.encode_utf8(&mut buf).as_bytes(), 1, scratch.full, out, |_, _| range)?;
+                    self.emit_word(c.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
                 }
                 Class::Word => {
                     if word == Word::None {
@@ -431,7 +441,14 @@ impl WordPieceEngine {
 
     /// Tokenizes the current word, if any, and resets it.
     #[inline]
-    fn flush(&self, word: &mut Word, text: &str, base: usize, out: &mut Columns, scratch: &mut Scratch) -> Result<()> {
+    fn flush<const FULL: bool>(
+        &self,
+        word: &mut Word,
+        text: &str,
+        base: usize,
+        out: &mut Columns<FULL>,
+        scratch: &mut Scratch,
+    ) -> Result<()> {
         match std::mem::replace(word, Word::None) {
             Word::None => Ok(()),
             Word::Direct(s, e) => {
@@ -440,37 +457,36 @@ impl WordPieceEngine {
                     scratch.bytes.clear();
                     scratch.bytes.extend(raw.iter().map(u8::to_ascii_lowercase));
                     let lowered = std::mem::take(&mut scratch.bytes);
-                    let r = self.emit_word(&lowered, e - s, scratch.full, out, |a, b| (s + a, s + b));
+                    let r = self.emit_word(&lowered, e - s, out, |a, b| (s + a, s + b));
                     scratch.bytes = lowered;
                     r
                 } else {
-                    self.emit_word(raw, e - s, scratch.full, out, |a, b| (s + a, s + b))
+                    self.emit_word(raw, e - s, out, |a, b| (s + a, s + b))
                 }
             }
             Word::Mapped => {
                 let chars = scratch.bytes.iter().filter(|&&b| (b & 0xc0) != 0x80).count();
                 let map = &scratch.map;
-                self.emit_word(&scratch.bytes, chars, scratch.full, out, |a, b| (map[a].0, map[b - 1].1))
+                self.emit_word(&scratch.bytes, chars, out, |a, b| (map[a].0, map[b - 1].1))
             }
         }
     }
 
     /// Runs the model on one normalized word and appends its tokens as word `out.words` (only
-    /// their ids without `full`).
+    /// their ids without `FULL`).
     #[inline]
-    fn emit_word(
+    fn emit_word<const FULL: bool>(
         &self,
         word: &[u8],
         chars: usize,
-        full: bool,
-        out: &mut Columns,
+        out: &mut Columns<FULL>,
         offsets: impl Fn(usize, usize) -> (usize, usize),
     ) -> Result<()> {
         let w = out.rows.words;
         self.model
             .tokenize(word, chars, |id, s, e| {
-                if !full {
-                    out.rows.row(id, (0, 0), w);
+                if !FULL {
+                    out.rows.id(id);
                     return;
                 }
                 out.rows.row(id, offsets(s, e), w);

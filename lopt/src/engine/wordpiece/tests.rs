@@ -353,7 +353,7 @@ fn reordering_shows_in_offsets() {
     let text = "e\u{301}\u{316}\u{1d165}\u{1d16d}q \u{1d16d}\u{1d165}x a\u{302e}\u{301}\u{316}\u{302e}b";
     pair.check(text);
     let mut scratch = Scratch::default();
-    let mut out = Columns { rows: Out::with_capacity(16, true), tokens: Vec::new() };
+    let mut out = Columns::<true> { rows: Out::with_capacity(16), tokens: Vec::new() };
     assert!(pair.native.piece_fast(text, 0, &mut out, &mut scratch).unwrap().is_err(), "reordering not detected");
     let hf = pair.hf.encode_segment(text).unwrap();
     assert!(hf.offsets.contains(&(1, 3)), "the test no longer exercises positional alignment: {:?}", hf.offsets);
