@@ -31,7 +31,7 @@ use super::table::{Doorkeeper, U64Map};
 /// token count are 8 bits (a word has at most one token per byte).
 pub(crate) const MAX_LEN: usize = u8::MAX as usize;
 /// Words of at most this many bytes are keyed by their bytes packed in a `u64`.
-const SHORT: usize = 7;
+pub(crate) const SHORT: usize = 7;
 /// Entries before the cache is emptied.
 const MAX_ENTRIES: usize = 1 << 16;
 /// Stored tokens before the cache is emptied.
@@ -60,7 +60,9 @@ pub(crate) enum Hit<'c> {
 
 #[derive(Default)]
 pub(crate) struct WordCache {
-    map: Option<U64Map>,
+    /// No slots until the first insert (a default cache allocates nothing: the engine makes one
+    /// per call to lend its own out).
+    map: U64Map,
     tokens: Vec<(u32, u32)>,
     /// The bytes of hashed words.
     keys: Vec<u8>,
@@ -153,11 +155,14 @@ impl WordCache {
     /// Whether no word was ever inserted.
     #[cfg(test)]
     pub(crate) fn is_empty(&self) -> bool {
-        self.map.is_none()
+        self.map.len() == 0
     }
 
     fn map(&mut self) -> &mut U64Map {
-        self.map.get_or_insert_with(|| U64Map::with_capacity(4096))
+        if self.map.slots() == 0 {
+            self.map = U64Map::with_capacity(4096);
+        }
+        &mut self.map
     }
 
     /// The tokens of `word`, whose key is `key`, when cached.
@@ -170,18 +175,37 @@ impl WordCache {
     /// bytes are read only for a hashed key (a short word's key is its bytes).
     #[inline(always)]
     pub(crate) fn get_at(&mut self, key: u64, text: &[u8], start: usize, end: usize) -> Option<(Hit<'_>, bool)> {
-        let value = self.map.as_mut()?.find_mut(key)?;
-        let entry = *value;
-        if key >> 63 != 0 {
-            let word = text.get(start..end)?;
-            let from = (entry >> KEY_AT_SHIFT) as usize;
-            let kept = self.keys.get(from + 1..from + 1 + word.len());
-            if self.keys.get(from) != Some(&(word.len() as u8)) || !kept.is_some_and(|kept| same(kept, word)) {
-                return None;
-            }
+        if key >> 63 == 0 {
+            return self.get_short(key);
         }
+        let value = self.map.find_mut(key)?;
+        let entry = *value;
+        let word = text.get(start..end)?;
+        let from = (entry >> KEY_AT_SHIFT) as usize;
+        let kept = self.keys.get(from + 1..from + 1 + word.len());
+        if self.keys.get(from) != Some(&(word.len() as u8)) || !kept.is_some_and(|kept| same(kept, word)) {
+            return None;
+        }
+        *value = entry | USED;
+        self.hit(entry)
+    }
+
+    /// The tokens of a word of at most [`SHORT`] bytes whose key ([`key`]) is `key`, when
+    /// cached: the key is the word itself, so a slot with this key is the word's (no bytes to
+    /// compare, no test of the key's kind: the caller knows the length).
+    #[inline(always)]
+    pub(crate) fn get_short(&mut self, key: u64) -> Option<(Hit<'_>, bool)> {
+        debug_assert_eq!(key >> 63, 0, "a hashed key");
+        let value = self.map.find_mut(key)?;
+        let entry = *value;
         // Unconditionally: one `or` into the slot just read costs less than testing the bit.
         *value = entry | USED;
+        self.hit(entry)
+    }
+
+    /// The tokens of a cached word's entry.
+    #[inline(always)]
+    fn hit(&self, entry: u64) -> Option<(Hit<'_>, bool)> {
         let splits = entry & SPLITS_CHAR != 0;
         let data = entry as u32;
         if entry & INLINE != 0 {
@@ -204,7 +228,7 @@ impl WordCache {
         if !self.door.admits(key) {
             return;
         }
-        let len = self.map.as_ref().map_or(0, U64Map::len);
+        let len = self.map.len();
         if len >= MAX_ENTRIES
             || self.tokens.len() + MAX_LEN >= MAX_TOKENS
             || self.keys.len() + MAX_LEN + 1 >= MAX_KEY_BYTES
@@ -225,7 +249,7 @@ impl WordCache {
             self.keys.reserve_exact(MAX_KEY_BYTES);
         }
         if key >> 63 != 0 {
-            if self.map.as_ref().is_some_and(|m| m.get(key).is_some()) {
+            if self.map.get(key).is_some() {
                 // Another word with the same hash: keep the first.
                 return;
             }
@@ -245,14 +269,17 @@ impl WordCache {
 
     /// Keeps the words looked up since the last trim, or nothing when they fill half the cache.
     fn trim(&mut self) {
-        let Some(old) = self.map.take() else { return };
+        let old = std::mem::take(&mut self.map);
+        if old.len() == 0 {
+            return;
+        }
         let old_tokens = std::mem::take(&mut self.tokens);
         let old_keys = std::mem::take(&mut self.keys);
         let used = old.iter().filter(|&(_, entry)| entry & USED != 0).count();
         if used > MAX_ENTRIES / 2 {
             return;
         }
-        self.map = Some(U64Map::with_capacity(MAX_ENTRIES));
+        self.map = U64Map::with_capacity(MAX_ENTRIES);
         let mut inline = [(0u32, 0u32)];
         for (key, entry) in old.iter().filter(|&(_, entry)| entry & USED != 0) {
             let word = if key >> 63 != 0 {

@@ -473,7 +473,11 @@ impl<const FULL: bool> Run<'_, FULL> {
             return;
         }
         let key = cache::key(all, start, end);
-        if let Some((hit, splits)) = self.cache.get_at(key, all, start, end) {
+        // The length decides the key's kind, so the short words (most of them) take the probe
+        // that neither tests the kind nor compares bytes.
+        let found =
+            if len <= cache::SHORT { self.cache.get_short(key) } else { self.cache.get_at(key, all, start, end) };
+        if let Some((hit, splits)) = found {
             push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }

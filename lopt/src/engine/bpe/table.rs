@@ -5,7 +5,8 @@
 //! Why not `HashMap`: both lookups are on the critical path of every byte, keys are already
 //! well-mixed integers, and a flat array with linear probing costs one cache line per lookup and
 //! no indirection. Invariants: the capacity is a power of two, at most three quarters full (so
-//! probes stay short and a free slot always exists); `EMPTY` is never a key.
+//! probes stay short and a free slot always exists), or zero ([`U64Map::default`], where every
+//! probe reads past the slots and misses); `EMPTY` is never a key.
 
 /// The reserved key of a free slot.
 pub(crate) const EMPTY: u64 = u64::MAX;
@@ -17,6 +18,15 @@ pub(crate) struct U64Map {
     /// `64 - log2(capacity)`: the slot is the top bits of the Fibonacci hash.
     shift: u32,
     len: usize,
+}
+
+/// The map with no slots (no allocation): every lookup misses; the first insert allocates.
+impl Default for U64Map {
+    fn default() -> Self {
+        // `shift` 63: `slot` gives 0 or 1, both past the (empty) slots, which `get` answers as
+        // a miss.
+        U64Map { slots: Vec::new(), mask: 0, shift: 63, len: 0 }
+    }
 }
 
 impl U64Map {
@@ -37,6 +47,11 @@ impl U64Map {
         self.len
     }
 
+    /// Slots allocated (0 for [`U64Map::default`]).
+    pub(crate) fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
     /// The entries, in no particular order.
     pub(crate) fn iter(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
         self.slots.iter().copied().filter(|&(k, _)| k != EMPTY)
@@ -47,7 +62,10 @@ impl U64Map {
     pub(crate) fn find_mut(&mut self, key: u64) -> Option<&mut u64> {
         let mut i = self.slot(key);
         loop {
-            let (k, _) = self.slots[i];
+            // `get` is the bounds check the index would make, and it answers the table with no
+            // slots ([`U64Map::default`]) as well, so the map needs no `Option` around it (the
+            // second check, of the same index against the same length, folds away).
+            let &(k, _) = self.slots.get(i)?;
             if k == key {
                 return self.slots.get_mut(i).map(|slot| &mut slot.1);
             }
@@ -62,7 +80,7 @@ impl U64Map {
     pub(crate) fn get(&self, key: u64) -> Option<u64> {
         let mut i = self.slot(key);
         loop {
-            let (k, v) = self.slots[i];
+            let &(k, v) = self.slots.get(i)?;
             if k == key {
                 return Some(v);
             }
@@ -97,7 +115,7 @@ impl U64Map {
 
     fn grow(&mut self) {
         let old = std::mem::take(&mut self.slots);
-        let cap = old.len() * 2;
+        let cap = (old.len() * 2).max(8);
         self.slots = vec![(EMPTY, 0); cap];
         self.mask = cap - 1;
         self.shift = 64 - cap.trailing_zeros();
