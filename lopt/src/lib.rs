@@ -45,6 +45,8 @@ mod prefix;
 mod size;
 mod spelling;
 mod split;
+#[cfg(test)]
+mod testdata;
 mod tokenizer;
 pub mod trace;
 

@@ -288,34 +288,14 @@ fn assemble_into_first(
     ids.extend(suffix.iter().map(|&(id, _)| id));
     offsets.extend(suffix.iter().map(|_| (0, 0)));
     debug_assert!(ids.len() == n && offsets.len() == n && words.len() == text_tokens);
-    // The engine's reservation was for the whole text's bytes, not its tokens: what is not used
-    // goes back (a shrink in place, no copy), as in `assemble_one`.
-    ids.shrink_to_fit();
-    offsets.shrink_to_fit();
-    words.shrink_to_fit();
-    let (type_ids, special_tokens_mask, attention_mask) = template_columns(layout, n);
-    let tokens = if with_strings {
-        let mut all = Vec::with_capacity(n);
-        all.extend(prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        all.extend(first_tokens);
-        all.extend(rest.into_iter().flat_map(|s| s.tokens));
-        all.extend(suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        Tokens::Owned(all)
+    let strings = if with_strings {
+        Some(first_tokens.into_iter().chain(rest.into_iter().flat_map(|s| s.tokens)))
     } else {
         let _free = trace::span("free", 0);
         drop(rest);
-        Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() }
+        None
     };
-    Encoding {
-        ids,
-        type_ids,
-        tokens,
-        offsets,
-        word_ids: Lazy::new(Words::new(prefix.len(), words, suffix.len())),
-        special_tokens_mask,
-        attention_mask,
-        overflowing: Vec::new(),
-    }
+    encoding_of(ids, offsets, words, strings, layout, vocab)
 }
 
 /// [`assemble`] for a text that is one segment (every text on one thread, and every short
@@ -328,7 +308,7 @@ fn assemble_into_first(
 /// 38 % of its L1 read misses (qwen3, session 7); ids and offsets are 20 of its 40 bytes per token.
 /// `segment`'s columns must have equal lengths (the caller checks).
 fn assemble_one(segment: Segment, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
-    let Segment { mut ids, tokens, mut offsets, word_ids: mut words, .. } = segment;
+    let Segment { mut ids, tokens, mut offsets, word_ids: words, .. } = segment;
     let len = ids.len();
     debug_assert!(offsets.len() == len && words.len() == len);
     if let Some(trim) = &layout.trim {
@@ -337,27 +317,44 @@ fn assemble_one(segment: Segment, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> En
         }
     }
     let (prefix, suffix) = (layout.prefix, layout.suffix);
-    let n = prefix.len() + len + suffix.len();
     if !prefix.is_empty() {
         ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
         offsets.splice(0..0, prefix.iter().map(|_| (0, 0)));
     }
     ids.extend(suffix.iter().map(|&(id, _)| id));
     offsets.extend(suffix.iter().map(|_| (0, 0)));
-    // The engine's reservation was for the text's bytes, not its tokens: what is not used goes
-    // back (a shrink in place, no copy), so the encoding holds what `assemble_parts` would.
+    let strings = (tokens.len() == len && len > 0).then(|| tokens.into_iter());
+    encoding_of(ids, offsets, words, strings, layout, vocab)
+}
+
+/// The encoding of finished columns (`ids` and `offsets` with the template's special tokens in
+/// place, `words` the text's `u32` word ids): the engines' reservation, made for the text's bytes
+/// rather than its tokens, given back (a shrink in place, no copy), so that the encoding holds
+/// what [`assemble_parts`] would; the template's columns as recipes ([`template_columns`]); the
+/// token strings kept where the text's `strings` were carried, else looked up by id on demand.
+fn encoding_of(
+    mut ids: Vec<u32>,
+    mut offsets: Vec<(usize, usize)>,
+    mut words: Vec<u32>,
+    strings: Option<impl Iterator<Item = String>>,
+    layout: &Layout<'_>,
+    vocab: &Arc<Vocab>,
+) -> Encoding {
+    let (prefix, suffix) = (layout.prefix, layout.suffix);
+    let n = ids.len();
     ids.shrink_to_fit();
     offsets.shrink_to_fit();
     words.shrink_to_fit();
     let (type_ids, special_tokens_mask, attention_mask) = template_columns(layout, n);
-    let tokens = if tokens.len() == len && len > 0 {
-        let mut all = Vec::with_capacity(n);
-        all.extend(prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        all.extend(tokens);
-        all.extend(suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-        Tokens::Owned(all)
-    } else {
-        Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() }
+    let tokens = match strings {
+        Some(strings) => {
+            let mut all = Vec::with_capacity(n);
+            all.extend(prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
+            all.extend(strings);
+            all.extend(suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
+            Tokens::Owned(all)
+        }
+        None => Tokens::ById { vocab: Arc::clone(vocab), strings: OnceLock::new() },
     };
     Encoding {
         ids,

@@ -178,8 +178,6 @@ pub(crate) fn vocab_strings(doc: &Doc<'_>) -> Option<Vocabulary> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::PathBuf;
-
     use serde_json::json;
 
     use super::*;
@@ -194,15 +192,9 @@ mod tests {
         vocab_strings(&Doc::from_value(json.clone())).map(|v| (v.strings, v.size))
     }
 
-    fn shared() -> PathBuf {
-        std::env::var_os("LOPT_SHARED")
-            .map(PathBuf::from)
-            .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-    }
-
     #[test]
     fn vocab_strings_equal_hf_on_every_fixture() {
-        let Ok(dirs) = std::fs::read_dir(shared().join("tokenizers")) else {
+        let Ok(dirs) = std::fs::read_dir(crate::testdata::shared().join("tokenizers")) else {
             eprintln!("NOTICE: no fixture tokenizers; test skipped");
             return;
         };

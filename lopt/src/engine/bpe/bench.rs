@@ -6,7 +6,6 @@
 //! caches are emptied and warmed on the next `LOPT_BENCH_WARM_MB` (default 2) of the corpus; the
 //! cold rate starts from empty caches.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -15,11 +14,7 @@ use crate::engine::hf::HfEngine;
 use crate::engine::Engine;
 use crate::options::SeedCache;
 
-fn shared() -> PathBuf {
-    std::env::var_os("LOPT_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-}
+use crate::testdata::shared;
 
 /// Whole documents of `corpus`, in file order: the first `max_bytes` (the last one cut), then the
 /// next `warm_bytes` (documents the measured ones do not contain, to warm the caches with).

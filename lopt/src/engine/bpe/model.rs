@@ -682,9 +682,8 @@ mod tests {
     /// iteration reaches them); a missing one is skipped with a notice (a clone without
     /// `../shared`).
     pub(super) fn fixture_models(names: &'static [&'static str]) -> impl Iterator<Item = (&'static str, BpeModel)> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
         names.iter().filter_map(move |&name| {
-            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
+            let Some(bytes) = crate::testdata::tokenizer_path(name).and_then(|p| std::fs::read(p).ok()) else {
                 eprintln!("NOTICE: {name} not found; skipped");
                 return None;
             };

@@ -255,9 +255,8 @@ mod tests {
 
     /// The fixtures' models (a missing one is skipped with a notice).
     fn fixture_models() -> impl Iterator<Item = (&'static str, SpmModel)> {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/tokenizers");
         ["gemma3", "llama2"].into_iter().filter_map(move |name| {
-            let Ok(bytes) = std::fs::read(dir.join(name).join("tokenizer.json")) else {
+            let Some(bytes) = crate::testdata::tokenizer_path(name).and_then(|p| std::fs::read(p).ok()) else {
                 eprintln!("NOTICE: {name} not found; skipped");
                 return None;
             };

@@ -8,18 +8,8 @@ use std::sync::Arc;
 use super::*;
 use crate::engine::hf::HfEngine;
 
-fn shared_dir() -> PathBuf {
-    std::env::var_os("LOPT_SHARED")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared"))
-}
-
 pub(super) fn fixture_path(name: &str) -> Option<PathBuf> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    [shared_dir().join("tokenizers"), root.join("fixtures/tokenizers")]
-        .into_iter()
-        .map(|d| d.join(name).join("tokenizer.json"))
-        .find(|p| p.is_file())
+    crate::testdata::tokenizer_path(name)
 }
 
 struct Pair {
@@ -199,7 +189,7 @@ fn every_scalar_value_in_context() {
 
 #[test]
 fn corpus_samples() {
-    let corpora = shared_dir().join("corpora");
+    let corpora = crate::testdata::shared().join("corpora");
     let files = ["mixed_hard.jsonl", "zh_long.jsonl", "en_verylong.jsonl", "leval.jsonl"];
     let pairs = pairs();
     for file in files {
@@ -365,7 +355,7 @@ fn reordering_shows_in_offsets() {
 #[test]
 #[ignore]
 fn speed() {
-    let corpora = shared_dir().join("corpora");
+    let corpora = crate::testdata::shared().join("corpora");
     for pair in pairs() {
         for file in ["en_verylong.jsonl", "zh_long.jsonl"] {
             let Ok(data) = std::fs::read_to_string(corpora.join(file)) else { continue };
@@ -405,7 +395,7 @@ fn speed() {
 #[test]
 #[ignore]
 fn speed_native_only() {
-    let corpora = shared_dir().join("corpora");
+    let corpora = crate::testdata::shared().join("corpora");
     for pair in pairs() {
         for file in ["en_verylong.jsonl", "zh_long.jsonl"] {
             let Ok(data) = std::fs::read_to_string(corpora.join(file)) else { continue };
@@ -437,7 +427,7 @@ fn speed_native_only() {
 #[test]
 #[ignore]
 fn full_corpora() {
-    let corpora = shared_dir().join("corpora");
+    let corpora = crate::testdata::shared().join("corpora");
     let pairs = pairs();
     for file in ["mixed_hard.jsonl", "zh_long.jsonl", "en_verylong.jsonl", "leval.jsonl"] {
         let Ok(data) = std::fs::read_to_string(corpora.join(file)) else { continue };
