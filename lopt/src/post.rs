@@ -187,26 +187,15 @@ impl Finisher {
     /// template's special tokens around them, padded alone as HF pads one encoding. Only called
     /// when [`finishes_ids`](Self::finishes_ids) holds (else the text is returned unprocessed).
     pub(crate) fn finish_ids(&self, mut segments: Vec<Vec<u32>>, settings: Settings<'_>) -> Vec<u32> {
-        let prefix = self.layout_ids(settings).0;
-        if segments.len() == 1 {
-            // A text of one segment (every text on one thread): its one vector becomes the
-            // result, the template's opening tokens put in front in place (the engines reserve
-            // more rows than a text has tokens, so there is room), nothing copied to a new one.
-            let mut ids = segments.pop().unwrap_or_default();
-            if !prefix.is_empty() {
-                ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
-            }
-            self.close_ids(&mut ids, settings);
-            ids.shrink_to_fit();
-            return ids;
-        }
-        let (suffix, text) = (self.layout_ids(settings).1, segments.iter().map(Vec::len).sum::<usize>());
-        let room = prefix.len() + text + suffix.len();
-        if segments.first().is_some_and(|first| first.capacity() >= room) {
-            // The first segment's ids have room for the whole text's (the tokenizer asks the
-            // engine for it): they become the result and the others are appended, so the first
-            // segment is not copied.
-            let rest = segments.split_off(1);
+        let (prefix, suffix) = self.layout_ids(settings);
+        let room = prefix.len() + segments.iter().map(Vec::len).sum::<usize>() + suffix.len();
+        if segments.len() == 1 || segments.first().is_some_and(|first| first.capacity() >= room) {
+            // The first segment's vector becomes the result, the template's opening tokens put in
+            // front in place and the later segments appended, so the first is not copied: a text
+            // of one segment (every text on one thread; the engines reserve more rows than a text
+            // has tokens), or one whose first segment has room for the whole text's ids (the
+            // tokenizer lends the engine such columns for it: `engine::out::lending`).
+            let rest = segments.split_off(1.min(segments.len()));
             let mut ids = segments.pop().unwrap_or_default();
             if !prefix.is_empty() {
                 ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
