@@ -59,10 +59,12 @@ impl Kernel {
 /// the printable ASCII punctuation and symbols except the apostrophe (0x21..=0x7e, not
 /// alphanumeric, not `'`), and bytes with the high bit set (any byte of a multi-byte character).
 /// A byte in none of the first four (a control character, other ASCII white space, `'`, a
-/// non-ASCII byte) is what the block scanners call hard: they stop before it.
+/// non-ASCII byte) is what the block scanners call hard: they stop before it. Besides them,
+/// `upper` is the subset of `letter` that is upper case (`[A-Z]`), for o200k's case rules.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct AsciiClasses {
     pub(crate) letter: u64,
+    pub(crate) upper: u64,
     pub(crate) digit: u64,
     pub(crate) space: u64,
     pub(crate) punct: u64,
@@ -80,6 +82,7 @@ impl AsciiClasses {
         let join = |a: u64, b: u64| (a >> off) | (b << (BLOCK - off));
         AsciiClasses {
             letter: join(lo.letter, hi.letter),
+            upper: join(lo.upper, hi.upper),
             digit: join(lo.digit, hi.digit),
             space: join(lo.space, hi.space),
             punct: join(lo.punct, hi.punct),
@@ -100,6 +103,7 @@ fn ascii_classes_scalar(block: &[u8; BLOCK]) -> AsciiClasses {
     let mut m = AsciiClasses::default();
     for (k, &b) in block.iter().enumerate() {
         m.letter |= u64::from(b.is_ascii_alphabetic()) << k;
+        m.upper |= u64::from(b.is_ascii_uppercase()) << k;
         m.digit |= u64::from(b.is_ascii_digit()) << k;
         m.space |= u64::from(b == b' ') << k;
         m.punct |= u64::from(is_block_punct(b)) << k;
@@ -117,12 +121,14 @@ fn ascii_classes_swar(block: &[u8; BLOCK]) -> AsciiClasses {
         let mut eight = [0u8; 8];
         eight.copy_from_slice(lane);
         let x = u64::from_le_bytes(eight);
-        let letter = range_swar8(x, b'A', b'Z') | range_swar8(x, b'a', b'z');
+        let upper = range_swar8(x, b'A', b'Z');
+        let letter = upper | range_swar8(x, b'a', b'z');
         let digit = range_swar8(x, b'0', b'9');
         let printable = range_swar8(x, b'!', b'~');
         let quote = range_swar8(x, b'\'', b'\'');
         let shift = 8 * k;
         m.letter |= letter << shift;
+        m.upper |= upper << shift;
         m.digit |= digit << shift;
         m.space |= range_swar8(x, b' ', b' ') << shift;
         m.punct |= (printable & !letter & !digit & !quote) << shift;
@@ -153,19 +159,21 @@ fn ascii_classes_sse2(block: &[u8; BLOCK]) -> AsciiClasses {
                     _mm_set1_epi8((0x80u8.wrapping_add(len)) as i8),
                 )
             };
-            let letter = _mm_or_si128(range(b'A', 26), range(b'a', 26));
+            let upper = range(b'A', 26);
+            let letter = _mm_or_si128(upper, range(b'a', 26));
             let digit = range(b'0', 10);
             let printable = range(b'!', 94);
             let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\'' as i8));
             let space = _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8));
             let punct = _mm_andnot_si128(_mm_or_si128(_mm_or_si128(letter, digit), quote), printable);
-            [letter, digit, space, punct, v].map(|x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k))
+            [letter, digit, space, punct, v, upper].map(|x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k))
         };
         m.letter |= masks[0];
         m.digit |= masks[1];
         m.space |= masks[2];
         m.punct |= masks[3];
         m.high |= masks[4];
+        m.upper |= masks[5];
     }
     m
 }

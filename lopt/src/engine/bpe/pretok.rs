@@ -283,21 +283,41 @@ fn stage_pieces<S: Sink>(
     let bytes = text.as_bytes();
     let mut l = Letters::new(bytes, kernel);
     match stage {
-        Stage::Cl100k { max_digits: 3 } => {
-            scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<3>, |s, i| cl100k_at::<3>(c, &mut l, s, i))
-        }
-        Stage::Cl100k { max_digits: 1 } => {
-            scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<1>, |s, i| cl100k_at::<1>(c, &mut l, s, i))
-        }
+        Stage::Cl100k { max_digits: 3 } => scan_blocks(
+            bytes,
+            base,
+            sink,
+            kernel,
+            blocks,
+            |m, _, _| block_starts::<3>(m),
+            |s, i| cl100k_at::<3>(c, &mut l, s, i),
+        ),
+        Stage::Cl100k { max_digits: 1 } => scan_blocks(
+            bytes,
+            base,
+            sink,
+            kernel,
+            blocks,
+            |m, _, _| block_starts::<1>(m),
+            |s, i| cl100k_at::<1>(c, &mut l, s, i),
+        ),
         Stage::Cl100k { max_digits } => {
             let max = *max_digits;
             scan(bytes, base, sink, |s, i| cl100k_at_dyn(c, &mut l, s, i, max))
         }
-        Stage::O200k => scan(bytes, base, sink, |s, i| o200k_at(c, &mut l, s, i)),
-        Stage::DeepSeek => deepseek_pieces(c, kernel, blocks, text, base, sink),
-        Stage::Gpt2 => {
-            scan_blocks(bytes, base, sink, kernel, blocks, gpt2_block_starts, |s, i| gpt2_at(c, &mut l, s, i))
+        Stage::O200k => {
+            scan_blocks(bytes, base, sink, kernel, blocks, o200k_block_starts, |s, i| o200k_at(c, &mut l, s, i))
         }
+        Stage::DeepSeek => deepseek_pieces(c, kernel, blocks, text, base, sink),
+        Stage::Gpt2 => scan_blocks(
+            bytes,
+            base,
+            sink,
+            kernel,
+            blocks,
+            |m, _, _| gpt2_block_starts(m),
+            |s, i| gpt2_at(c, &mut l, s, i),
+        ),
         // DeepSeek-V3's first two stages match rarely in most text, and only where a digit or a
         // multi-byte character starts: the ASCII bytes before such a byte are skipped 8 at a
         // time (byte by byte on the scalar kernel).
@@ -344,7 +364,7 @@ fn stage_pieces<S: Sink>(
 fn deepseek_pieces<S: Sink>(c: Classes, kernel: Kernel, blocks: bool, text: &str, base: usize, sink: &mut S) {
     let bytes = text.as_bytes();
     let mut l = Letters::new(bytes, kernel);
-    scan_blocks(bytes, base, sink, kernel, blocks, block_starts::<0>, |s, i| deepseek_at(c, &mut l, s, i))
+    scan_blocks(bytes, base, sink, kernel, blocks, |m, _, _| block_starts::<0>(m), |s, i| deepseek_at(c, &mut l, s, i))
 }
 
 /// The `Isolated` find-iterate loop: matches and the gaps between them become pieces
@@ -402,7 +422,7 @@ fn scan_blocks<S: Sink>(
     sink: &mut S,
     kernel: Kernel,
     blocks: bool,
-    block_starts: impl Fn(AsciiClasses) -> u64,
+    block_starts: impl Fn(AsciiClasses, &[u8], usize) -> u64,
     mut match_at: impl FnMut(&[u8], usize) -> Option<usize>,
 ) {
     let n = s.len();
@@ -415,7 +435,7 @@ fn scan_blocks<S: Sink>(
         // it holds more (and an ASCII first byte the cheaper one, which a CJK character fails
         // without the 8-byte load).
         if blocks && gap == i && s[i] < 0x80 && bits::ascii8(s, i) {
-            let mut starts = block_starts(windows.at(i)) & !1;
+            let mut starts = block_starts(windows.at(i), s, i) & !1;
             if starts != 0 {
                 let mut prev = i;
                 while starts != 0 {
@@ -511,6 +531,29 @@ impl<'s> Windows<'s> {
 /// (non-digit) byte, and the next piece (a match, or for DeepSeek a skipped digit) starts there.
 #[inline(always)]
 fn block_starts<const MAX_DIGITS: usize>(m: AsciiClasses) -> u64 {
+    let core = block_starts_core::<MAX_DIGITS>(m);
+    let mut starts = core.starts;
+    if ((core.l | core.d) << 1) & core.first_hard & !m.high != 0 {
+        starts |= core.first_hard;
+    }
+    starts
+}
+
+/// What [`block_starts`] derives before its rule at the first hard byte, and the masks that rule
+/// (and [`o200k_block_starts`]) read.
+struct BlockStarts {
+    starts: u64,
+    /// Letters and digits before the first hard byte.
+    l: u64,
+    d: u64,
+    /// The bytes before the first hard byte.
+    valid: u64,
+    /// The first hard byte's bit (0 when the window has none).
+    first_hard: u64,
+}
+
+#[inline(always)]
+fn block_starts_core<const MAX_DIGITS: usize>(m: AsciiClasses) -> BlockStarts {
     let digit = if MAX_DIGITS == 0 { 0 } else { m.digit };
     let hard = !(m.letter | digit | m.space | m.punct);
     let first_hard = hard & hard.wrapping_neg();
@@ -540,8 +583,34 @@ fn block_starts<const MAX_DIGITS: usize>(m: AsciiClasses) -> u64 {
             groups |= more;
         }
     };
-    if ((l | d) << 1) & first_hard & !m.high != 0 {
-        starts |= first_hard;
+    BlockStarts { starts, l, d, valid, first_hard }
+}
+
+/// [`block_starts`] for o200k's pattern (gpt4o, gptoss) in the window `m` of `s` that begins at
+/// `i`. Over ASCII bytes before the first hard byte its letter alternatives,
+/// `[^\r\n\p{L}\p{N}]?[upper]*[lower]+(?i:'s|...)?` then the same with `[upper]+[lower]*`, take
+/// an optional prefix character as cl100k's `[^\r\n\p{L}\p{N}]?\p{L}+` does, and then the longest
+/// run of upper-case letters followed by lower-case ones (the first alternative where a lower-case
+/// letter follows the upper run, else the second; in ASCII no letter is in both sets, so there is
+/// no back-off): a letter run is split before each upper-case letter that follows a lower-case
+/// one, and nowhere else. Digits go by `\p{N}{1,3}`; ` ?[^\s\p{L}\p{N}]+[\r\n/]*` takes a
+/// punctuation run as cl100k's ` ?[^\s\p{L}\p{N}]+[\r\n]*` does (`/` is punctuation, and `\r`,
+/// `\n` are hard); white space is cl100k's. So the starts are [`block_starts`]'s with `MAX_DIGITS`
+/// 3 plus the lower-to-upper ones, except at the first hard byte: after a digit run it is a start
+/// as there, after a letter run only when it is not an apostrophe (o200k's contraction suffix
+/// belongs to the letter piece before it: `'s` may extend it).
+#[inline(always)]
+fn o200k_block_starts(m: AsciiClasses, s: &[u8], i: usize) -> u64 {
+    let core = block_starts_core::<3>(m);
+    let upper = m.upper & core.valid;
+    let lower = core.l & !upper;
+    let mut starts = core.starts | (upper & (lower << 1));
+    let ends_before_hard = |run: u64| (run << 1) & core.first_hard & !m.high != 0;
+    if ends_before_hard(core.d)
+        || (ends_before_hard(core.l)
+            && s.get(i + core.first_hard.trailing_zeros() as usize).is_some_and(|&b| b != b'\''))
+    {
+        starts |= core.first_hard;
     }
     starts
 }
@@ -1358,6 +1427,50 @@ mod tests {
             "\t", "é", "\u{a0}", "ab", "The", " of", "123", "'s",
         ];
         random_texts(0x3c6e_f372_fe94_f82b, &pool, 600, 120, |_, text| check(text));
+    }
+
+    /// o200k's case rules on the block path: mostly-ASCII strings of words in every mix of cases
+    /// (lower-to-upper changes split a letter run there), contractions in both cases after
+    /// letters of either case, digit runs and punctuation prefixes, with a few hard bytes.
+    #[test]
+    fn random_cased_ascii_against_oniguruma() {
+        let pool: Vec<&str> = vec![
+            "a",
+            "B",
+            "Z",
+            "q",
+            "Y",
+            " ",
+            " ",
+            " ",
+            "0",
+            "7",
+            ".",
+            ",",
+            "(",
+            "-",
+            "/",
+            "  ",
+            "'",
+            "\n",
+            "\t",
+            "é",
+            "É",
+            "ab",
+            "CD",
+            "The",
+            "THE",
+            "iPhone",
+            "HTMLParser",
+            " of",
+            "123",
+            "'s",
+            "'S",
+            "'LL",
+            "'re",
+            "'x",
+        ];
+        random_texts(0x6a09_e667_f3bc_c908, &pool, 1_500, 120, |_, text| check_scanners(text));
     }
 
     /// Random strings over a pool holding characters of every class the patterns distinguish.
