@@ -38,7 +38,9 @@ struct Unit {
 /// The bit of `Unit::base` marking a node that ends a vocabulary entry.
 const TERMINAL: u32 = 1 << 31;
 
-/// The free units of a double array under construction, doubly linked in index order.
+/// The free units of a double array under construction, doubly linked in index order (the
+/// reference builder of the tests).
+#[cfg(test)]
 struct FreeList {
     next: Vec<u32>,
     prev: Vec<u32>,
@@ -46,6 +48,7 @@ struct FreeList {
     tail: u32,
 }
 
+#[cfg(test)]
 impl FreeList {
     /// No free unit among the first `taken` units.
     fn new(taken: usize) -> FreeList {
@@ -86,6 +89,118 @@ impl FreeList {
     }
 }
 
+/// The free units of a double array under construction as a bit set (a set bit: free), every
+/// unit past the array's end counted free, with a summary bit per word that has a free unit (so
+/// that a search skips the packed stretch behind the frontier a word of 64 words at a time), and
+/// the first free unit.
+struct FreeBits {
+    bits: Vec<u64>,
+    /// Bit `w` set exactly when `bits[w]` is not 0.
+    summary: Vec<u64>,
+    /// The lowest free unit.
+    head: usize,
+}
+
+impl FreeBits {
+    /// Unit 0 (the root) taken, every other unit free.
+    fn new() -> FreeBits {
+        FreeBits { bits: vec![!1], summary: vec![1], head: 1 }
+    }
+
+    /// Makes `words` words of bits exist (the new ones free).
+    fn reach(&mut self, words: usize) {
+        let old = self.bits.len();
+        if old >= words {
+            return;
+        }
+        self.bits.resize(words, u64::MAX);
+        self.summary.resize(words.div_ceil(64), 0);
+        for w in old..words {
+            self.summary[w / 64] |= 1 << (w % 64);
+        }
+    }
+
+    /// The 64 free bits of units `at..at + 64` (set: free).
+    #[inline]
+    fn window(&mut self, at: usize) -> u64 {
+        let (word, shift) = (at / 64, at % 64);
+        self.reach(word + 2);
+        let low = self.bits[word] >> shift;
+        if shift == 0 {
+            low
+        } else {
+            low | self.bits[word + 1] << (64 - shift)
+        }
+    }
+
+    /// The lowest free unit at or after `at`.
+    fn next_free(&self, at: usize) -> usize {
+        let word = at / 64;
+        let Some(&bits) = self.bits.get(word) else { return at };
+        let here = bits & u64::MAX << (at % 64);
+        if here != 0 {
+            return word * 64 + here.trailing_zeros() as usize;
+        }
+        // The next word with a free unit, by the summary; past the last word every unit is free.
+        let next = word + 1;
+        let mut s = next / 64;
+        let mut mask = self.summary.get(s).map_or(0, |&m| m & u64::MAX << (next % 64));
+        loop {
+            if mask != 0 {
+                let w = s * 64 + mask.trailing_zeros() as usize;
+                return w * 64 + self.bits[w].trailing_zeros() as usize;
+            }
+            s += 1;
+            match self.summary.get(s) {
+                Some(&m) => mask = m,
+                None => return self.bits.len().max(next) * 64,
+            }
+        }
+    }
+
+    /// The lowest `base >= 1` at which every unit `base + label` is free: the first fit along
+    /// the free units in index order, tried as the lowest label's slot, 64 bases at a time from
+    /// each free unit the search reaches.
+    fn fit(&mut self, labels: impl Iterator<Item = usize> + Clone, lowest: usize) -> usize {
+        let mut slot = self.next_free(self.head.max(lowest + 1));
+        loop {
+            let at = slot - lowest;
+            let mut fits = u64::MAX;
+            for label in labels.clone() {
+                fits &= self.window(at + label);
+                if fits == 0 {
+                    break;
+                }
+            }
+            if fits != 0 {
+                return at + fits.trailing_zeros() as usize;
+            }
+            slot = self.next_free(slot + 64);
+        }
+    }
+
+    /// Marks unit `i` taken (it was free).
+    fn take(&mut self, i: usize) {
+        self.reach(i / 64 + 1);
+        let word = &mut self.bits[i / 64];
+        *word &= !(1u64 << (i % 64));
+        if *word == 0 {
+            self.summary[i / 64 / 64] &= !(1u64 << (i / 64 % 64));
+        }
+        if i == self.head {
+            self.head = self.next_free(i + 1);
+        }
+    }
+}
+
+/// Appends free units to `units` (and `values`) in steps of 256 until there are more than `last`.
+fn grow_past(units: &mut Vec<Unit>, values: &mut Vec<u32>, last: usize) {
+    while units.len() <= last {
+        units.resize(units.len() + 256, Unit { check: NONE, base: 0 });
+        values.resize(values.len() + 256, NONE);
+    }
+}
+
 impl Trie {
     /// Builds the double array of `entries`, sorted by bytes and distinct.
     ///
@@ -95,7 +210,10 @@ impl Trie {
     /// (`tests::same_layout_as_a_plain_trie_first`): the walk is sensitive to it (a builder with
     /// another placement measured 8 % slower encoding), so only the way there changed. A node is
     /// the range of sorted entries that share its prefix; its children are the runs of equal
-    /// bytes after the prefix, so no plain trie (a heap allocation per node) is built.
+    /// bytes after the prefix, so no plain trie (a heap allocation per node) is built. The first
+    /// fit is found 64 bases at a time in a bit set of the free units ([`FreeBits::fit`]): walking
+    /// the free list unit by unit, past the same crowded stretch for every node with several
+    /// children, was most of the build.
     fn build(entries: &[(&[u8], u32)]) -> Trie {
         let root_value = match entries.first() {
             Some(&([], id)) => id,
@@ -103,7 +221,7 @@ impl Trie {
         };
         let mut units = vec![Unit { check: 0, base: 0 }];
         let mut unit_values = vec![root_value];
-        let mut free = FreeList::new(units.len());
+        let mut free = FreeBits::new();
         // Breadth-first queue of nodes: entry range, prefix length, unit.
         let mut queue: Vec<(usize, usize, usize, u32)> = vec![(0, entries.len(), 0, 0)];
         let mut edges: Vec<(u8, usize, usize)> = Vec::new();
@@ -127,32 +245,15 @@ impl Trie {
             }
             let (Some(&(low, ..)), Some(&(high, ..))) = (edges.first(), edges.last()) else { continue };
             let (lowest, highest) = (usize::from(low), usize::from(high));
-            // The first free unit that can hold the lowest child while the others are free too.
-            let mut f = free.head;
-            let base = loop {
-                if f == NONE {
-                    f = free.grow(&mut units, &mut unit_values, 256);
-                    continue;
-                }
-                let candidate = f as usize;
-                if candidate > lowest {
-                    let base = candidate - lowest;
-                    if edges
-                        .iter()
-                        .all(|&(l, ..)| !matches!(units.get(base + usize::from(l)), Some(u) if u.check != NONE))
-                    {
-                        break base;
-                    }
-                }
-                f = free.next[candidate];
-            };
-            while units.len() <= base + highest {
-                free.grow(&mut units, &mut unit_values, 256);
-            }
+            // The first free unit that can hold the lowest child while the others are free too
+            // (the free units in index order, grown 256 at a time when none fits: a base past
+            // the end is the first such unit's).
+            let base = free.fit(edges.iter().map(|&(l, ..)| usize::from(l)), lowest);
+            grow_past(&mut units, &mut unit_values, base + highest);
             units[at as usize].base |= base as u32;
             for &(l, start, end) in &edges {
                 let slot = base + usize::from(l);
-                free.remove(slot);
+                free.take(slot);
                 let value = match entries[start] {
                     (bytes, id) if bytes.len() == depth + 1 => id,
                     _ => NONE,
