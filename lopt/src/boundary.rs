@@ -155,6 +155,19 @@ impl CutRule {
         Ok(CutRule { normalizer, stages, added, pieces: None })
     }
 
+    /// The rule for positions inside one piece between the raw added-token matches, for an
+    /// engine that has no added token matched on normalized text (HF's second pass), where it
+    /// looks for cuts around the ranges its normalizer changes: the same rule without the
+    /// added-token check (stage 1). That check keeps a cut off an occurrence that the scan of the
+    /// raw text could match; inside such a piece that scan is done (its matches are the piece's
+    /// ends), and without a second pass nothing after it reads the added tokens: the piece goes
+    /// to the normalizer, the pre-tokenizer and the model alone (docs/correctness.md section 4).
+    /// On Chinese text under NFKC the check ran an automaton over a window at every candidate cut.
+    pub(crate) fn within_piece(mut self) -> CutRule {
+        self.added = None;
+        self
+    }
+
     /// Whether segments after the first must be encoded as continuations: without the prefix the
     /// normalizer puts at the start of every piece (`Prepend`), since a cut is never a piece start.
     pub(crate) fn needs_continuation(&self) -> bool {

@@ -62,7 +62,9 @@ pub(crate) struct BpeEngine {
     /// The normalizer's Unicode form, if it has one.
     form: Option<Form>,
     /// Where a changed range may be cut off from the rest of its piece (see the module
-    /// documentation); `None` when the tokenizer has no cut rule.
+    /// documentation): the tokenizer's cut rule, inside a piece between added tokens
+    /// ([`CutRule::within_piece`]) when no added token is matched on normalized text; `None`
+    /// when the tokenizer has no cut rule.
     cuts: Option<CutRule>,
     pre_tokenizer: PreTokenizer,
     model: Arc<BpeModel>,
@@ -151,7 +153,15 @@ impl BpeEngine {
                     .spawn(move || seed_and_search_yielding(&model, &seed, pool.as_ref()));
             }
         }
-        let cuts = if form.is_some() { CutRule::new(doc).ok() } else { None };
+        // Without tokens matched after normalization, the cuts inside a piece between added tokens
+        // need no added-token check.
+        let cuts = form.and_then(|_| CutRule::new(doc).ok()).map(|rule| {
+            if added.has_normalized() {
+                rule
+            } else {
+                rule.within_piece()
+            }
+        });
         Ok(BpeEngine {
             added,
             form,
