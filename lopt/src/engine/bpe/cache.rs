@@ -321,7 +321,9 @@ struct SeedSlot {
 /// what the model computes for those bytes as a pre-token (not the entry's own id: BPE need not
 /// reach a token from its own bytes). Built once when the engine is built and then read-only, so
 /// all threads share it, and words seen for the first time that are vocabulary entries (most
-/// English words) are hits.
+/// English words) are hits. Invariant: it holds every such entry, so a word of at most
+/// [`SEED_MAX_LEN`] bytes that misses is no vocabulary entry (the engine then merges it without
+/// `ignore_merges`' whole-word lookup).
 ///
 /// Memory bound: at most `3 * 32` bytes per vocabulary entry for the slots (a power of two at
 /// least 4/3 of the entries) plus 8 bytes per token of entries that are not one token (8 MiB for

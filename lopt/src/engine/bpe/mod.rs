@@ -444,11 +444,16 @@ impl<const FULL: bool> Run<'_, FULL> {
         self.out.words += 1;
     }
 
-    /// Merges `word` into `self.tokens`.
-    fn merge(&mut self, word: &[u8]) {
+    /// Merges `word` into `self.tokens`; `entry`: whether it may be a vocabulary entry (else it
+    /// missed the seeded cache, which holds every entry of its length).
+    fn merge(&mut self, word: &[u8], entry: bool) {
         let model = &self.engine.model;
         self.ids.clear();
-        model.encode(word, &mut self.scratch, &mut self.ids);
+        if entry {
+            model.encode(word, &mut self.scratch, &mut self.ids);
+        } else {
+            model.encode_non_entry(word, &mut self.scratch, &mut self.ids);
+        }
         self.tokens.clear();
         let mut end = 0u32;
         for &id in &self.ids {
@@ -478,7 +483,7 @@ impl<const FULL: bool> Run<'_, FULL> {
         // One compare for the short words that make most of a text; the slice of the word is
         // made only where it is read (a hit on a short word needs only its packed key).
         if len > cache::SEED_MAX_LEN && (len > cache::MAX_LEN || is_long_cjk(&all[start..end])) {
-            self.merge(&all[start..end]);
+            self.merge(&all[start..end], true);
             push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
             return;
         }
@@ -495,9 +500,8 @@ impl<const FULL: bool> Run<'_, FULL> {
         let engine = self.engine;
         // A miss in this thread's cache, but perhaps a vocabulary entry: remembered here too, so
         // that its next lookups stay in this thread's smaller, warmer table.
-        if let Some((hit, splits)) =
-            engine.seed.get().filter(|_| len <= cache::SEED_MAX_LEN).and_then(|seed| seed.get(all, start, end))
-        {
+        let seed = engine.seed.get().filter(|_| len <= cache::SEED_MAX_LEN);
+        if let Some((hit, splits)) = seed.and_then(|seed| seed.get(all, start, end)) {
             match hit {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, len as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
@@ -505,7 +509,9 @@ impl<const FULL: bool> Run<'_, FULL> {
             push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
-        self.merge(bytes);
+        // Missed by the seed, the word is no vocabulary entry (`ignore_merges` need not look it
+        // up: on random text that lookup missed the caches once per word).
+        self.merge(bytes, seed.is_none());
         self.cache.insert(key, bytes, &self.tokens);
         push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
     }

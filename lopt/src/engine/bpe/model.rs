@@ -380,6 +380,19 @@ impl BpeModel {
 
     /// Appends the ids of the pre-token `word` (its raw bytes) to `out`.
     pub(crate) fn encode(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
+        self.encode_word::<true>(word, scratch, out);
+    }
+
+    /// [`Self::encode`] of a `word` that is no vocabulary entry (it missed the seeded cache,
+    /// which holds every entry of up to [`SEED_MAX_LEN`] bytes): `ignore_merges`' whole-word
+    /// lookup, which would miss, is left out.
+    pub(crate) fn encode_non_entry(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
+        self.encode_word::<false>(word, scratch, out);
+    }
+
+    /// [`Self::encode`], with `ignore_merges`' whole-word lookup only when `LOOKUP`.
+    #[inline(always)]
+    fn encode_word<const LOOKUP: bool>(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
         match word.len() {
             0 => return,
             1 => {
@@ -388,7 +401,7 @@ impl BpeModel {
             }
             _ => {}
         }
-        if self.ignore_merges {
+        if LOOKUP && self.ignore_merges {
             if let Some(&id) = self.vocab.get(word) {
                 out.push(id);
                 return;
@@ -894,6 +907,7 @@ mod tests {
             let mut words: Vec<Vec<u8>> =
                 model.vocab.keys().filter(|w| w.len() <= SEED_MAX_LEN).map(|w| w.to_vec()).collect();
             words.sort();
+            let entries = words.len();
             // Some words that are not entries: an entry with a byte appended.
             let extra: Vec<Vec<u8>> =
                 words.iter().step_by(7).filter(|w| w.len() < SEED_MAX_LEN).map(|w| [&w[..], b"q"].concat()).collect();
@@ -905,7 +919,15 @@ mod tests {
                 let pad = k % 20;
                 let text: Vec<u8> = [&b"xxxxxxxxxxxxxxxxxxxx"[..pad], word, &b"yyyyyyyyyyyyyyyy"[..k % 17]].concat();
                 let got = match seed.get(&text, pad, pad + word.len()) {
-                    None => continue,
+                    None => {
+                        // Every entry is seeded, so a miss is no entry, which the engine then
+                        // merges without the whole-word lookup.
+                        assert!(k >= entries, "{name}: the entry {:?} is not seeded", String::from_utf8_lossy(word));
+                        let mut merged = Vec::new();
+                        model.encode_non_entry(word, &mut scratch, &mut merged);
+                        assert_eq!(merged, expected, "{name}: {:?}", String::from_utf8_lossy(word));
+                        continue;
+                    }
                     Some((Hit::One(id), _)) => vec![id],
                     Some((Hit::Many(tokens), _)) => tokens.iter().map(|t| t.0).collect(),
                 };
