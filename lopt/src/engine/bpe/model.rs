@@ -503,6 +503,14 @@ impl BpeModel {
         let mut i = 0;
         while i < n {
             let b = word[i];
+            if b < 0x80 {
+                // A run of ASCII bytes at once, one symbol each (on words that miss the caches,
+                // such as random text's, a one-byte `extend` per byte was a sixth of the merge).
+                let run = word[i..].iter().position(|&b| b >= 0x80).map_or(n, |k| i + k);
+                symbols.extend(word[i..run].iter().map(|&b| self.byte_ids[usize::from(b)]));
+                i = run;
+                continue;
+            }
             let len = match b {
                 0..=0x7f => 1,
                 0xc0..=0xdf => 2,
