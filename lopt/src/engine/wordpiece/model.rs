@@ -326,6 +326,43 @@ fn prefix_key(bytes: &[u8]) -> u64 {
     u64::from_be_bytes(key)
 }
 
+/// Sorts `keyed` (`(prefix_key(token), token, id)`, distinct tokens) by key, then by the tokens'
+/// bytes where keys tie: the tokens' byte order. The keys by a radix sort, a byte per pass (least
+/// significant first, a pass skipped where every key has the same byte), the ties (tokens that
+/// share their first 8 bytes) by comparison: a comparison sort throughout was a third of the
+/// model's build after the trie's.
+fn sort_by_prefix_key(keyed: &mut Vec<(u64, &str, u32)>) {
+    let mut other = keyed.clone();
+    for shift in (0..64).step_by(8) {
+        let mut count = [0usize; 256];
+        for &(key, ..) in keyed.iter() {
+            count[(key >> shift) as u8 as usize] += 1;
+        }
+        if count.contains(&keyed.len()) {
+            continue;
+        }
+        let mut at = 0;
+        for c in &mut count {
+            (*c, at) = (at, at + *c);
+        }
+        for &entry in keyed.iter() {
+            let slot = &mut count[(entry.0 >> shift) as u8 as usize];
+            other[*slot] = entry;
+            *slot += 1;
+        }
+        std::mem::swap(keyed, &mut other);
+    }
+    let mut start = 0;
+    while start < keyed.len() {
+        let key = keyed[start].0;
+        let end = start + keyed[start..].iter().take_while(|e| e.0 == key).count();
+        if end - start > 1 {
+            keyed[start..end].sort_unstable_by(|a, b| a.1.as_bytes().cmp(b.1.as_bytes()));
+        }
+        start = end;
+    }
+}
+
 /// The vocabulary as `tokenizer.json` gives it, borrowed while the engine is built (nothing
 /// after loading needs it): distinct entries sorted by bytes.
 pub(super) struct Vocab<'j> {
@@ -381,7 +418,7 @@ impl WordPiece {
         // throughout was a fifth of BERT's model build.
         let mut keyed: Vec<(u64, &str, u32)> =
             vocab_json.iter().map(|(token, &id)| (prefix_key(token.as_bytes()), &**token, id)).collect();
-        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.as_bytes().cmp(b.1.as_bytes())));
+        sort_by_prefix_key(&mut keyed);
         let vocab = Vocab { entries: keyed.into_iter().map(|(_, token, id)| (token, id)).collect() };
         let unk_token = model["unk_token"].as_str().unwrap_or("[UNK]");
         let prefix = model["continuing_subword_prefix"].as_str().unwrap_or("##");
@@ -516,6 +553,48 @@ mod tests {
         let mut by_bytes = tokens;
         by_bytes.sort_unstable();
         assert_eq!(by_key, by_bytes);
+    }
+
+    /// The radix sort gives the comparison sort's order (key, then bytes), on the tokens of the
+    /// order test above with shared 8-byte prefixes and on both BERT vocabularies.
+    #[test]
+    fn radix_sort_is_the_comparison_sort() {
+        let mut vocabs: Vec<Vec<String>> = vec![[
+            "",
+            "a",
+            "a\0",
+            "ab",
+            "abcdefgh",
+            "abcdefgh\0",
+            "abcdefghi",
+            "abcdefgha",
+            "abcdefg",
+            "\u{ff}",
+            "##",
+            "##a",
+            "##abcdefgh",
+            "##abcdefgz",
+            "[UNK]",
+            "\u{7f}",
+            "\u{80}",
+            "\u{e9}t\u{e9}",
+        ]
+        .iter()
+        .map(|t| (*t).to_owned())
+        .collect()];
+        for name in ["bert-base-cased", "bert-base-uncased"] {
+            let Some(path) = super::super::tests::fixture_path(name) else { continue };
+            let json: serde_json::Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+            vocabs.push(json["model"]["vocab"].as_object().unwrap().keys().cloned().collect());
+        }
+        for vocab in &vocabs {
+            let mut keyed: Vec<(u64, &str, u32)> =
+                vocab.iter().enumerate().map(|(i, t)| (prefix_key(t.as_bytes()), &**t, i as u32)).collect();
+            let mut expected = keyed.clone();
+            expected.sort_unstable_by(|a, b| a.0.cmp(&b.0).then_with(|| a.1.as_bytes().cmp(b.1.as_bytes())));
+            sort_by_prefix_key(&mut keyed);
+            assert_eq!(keyed, expected, "{} tokens", vocab.len());
+        }
     }
 
     #[test]
