@@ -161,6 +161,9 @@ impl PreTokenizer {
     fn deepseek_fused<S: Sink>(&self, c: Classes, text: &str, sink: &mut S) {
         let s = text.as_bytes();
         let n = s.len();
+        // The block masks of the whole text, shared by its segments (see `deepseek_third`).
+        let mut windows = Windows::new(s, self.kernel);
+        let blocks = self.blocks(text);
         // Start of the segment of other characters not yet emitted.
         let mut other = 0;
         let mut i = 0;
@@ -189,24 +192,41 @@ impl PreTokenizer {
                 }
             };
             if other < i {
-                self.deepseek_third(c, text, other, i, sink);
+                self.deepseek_third(c, text, other, i, (&mut windows, blocks), sink);
             }
             if whole {
                 sink.piece(i, end);
             } else {
-                self.deepseek_third(c, text, i, end, sink);
+                // A run of CJK characters has no ASCII byte to start a block at, and the byte
+                // after it need not be hard.
+                self.deepseek_third(c, text, i, end, (&mut windows, false), sink);
             }
             i = end;
             other = end;
         }
         if other < n {
-            self.deepseek_third(c, text, other, n, sink);
+            self.deepseek_third(c, text, other, n, (&mut windows, blocks), sink);
         }
     }
 
-    /// DeepSeek-V3's third stage on the segment `start..end` of `text`.
+    /// DeepSeek-V3's third stage on the segment `start..end` of `text`, its block path (where
+    /// `blocks`, the whole text's gate) reading the masks of `windows`, the whole text's: every
+    /// segment ends at the text's end, at an ASCII digit or at a multi-byte character, all of
+    /// them hard bytes for the third stage's [`block_starts`], so no window read from inside the
+    /// segment has a valid byte past its end, and the pieces are those of the segment alone (as
+    /// [`scan_blocks_in`] requires). Why shared: on code and numbers the segments between digits
+    /// are short, and each one classified its own one or two blocks (a padded copy among them),
+    /// or, under 64 bytes, ran the per-character scanner alone.
     #[inline(always)]
-    fn deepseek_third<S: Sink>(&self, c: Classes, text: &str, start: usize, end: usize, sink: &mut S) {
+    fn deepseek_third<S: Sink>(
+        &self,
+        c: Classes,
+        text: &str,
+        start: usize,
+        end: usize,
+        (windows, blocks): (&mut Windows<'_>, bool),
+        sink: &mut S,
+    ) {
         let seg = text.get(start..end).unwrap_or_default();
         if seg.len() == seg.as_bytes().first().map_or(0, |&b| utf8_len(b)) {
             // One character is one piece under any split (pieces are non-empty and tile the
@@ -214,7 +234,17 @@ impl PreTokenizer {
             sink.piece(start, end);
             return;
         }
-        deepseek_pieces(c, self.kernel, self.blocks(seg), seg, start, sink);
+        let bytes = seg.as_bytes();
+        let mut l = Letters::new(bytes, self.kernel);
+        scan_blocks_in(
+            bytes,
+            start,
+            sink,
+            (windows, start),
+            blocks,
+            |m, _, _| block_starts::<0>(m),
+            |s, i| deepseek_at(c, &mut l, s, i),
+        );
     }
 
     /// Whether the block scanners run on `text` (see [`scan_blocks`]).
@@ -423,10 +453,36 @@ fn scan_blocks<S: Sink>(
     kernel: Kernel,
     blocks: bool,
     block_starts: impl Fn(AsciiClasses, &[u8], usize) -> u64,
+    match_at: impl FnMut(&[u8], usize) -> Option<usize>,
+) {
+    let mut windows = Windows::new(s, kernel);
+    scan_blocks_in(s, base, sink, (&mut windows, 0), blocks, block_starts, match_at);
+}
+
+/// [`scan_blocks`] with the masks of `windows`, whose text holds `s` from `at` on. The byte after
+/// `s` there, if any, must be hard for `block_starts` (it then ends every window's valid bytes
+/// inside `s`, as the end of `s` does for `s`'s own windows, whose bytes past the end read as
+/// zero); the pieces are then those of `s` alone. Checked in debug builds where `blocks` (a digit counts as hard
+/// there: the one caller with a shared window, DeepSeek-V3's third stage, has no digit class).
+#[inline(always)]
+fn scan_blocks_in<S: Sink>(
+    s: &[u8],
+    base: usize,
+    sink: &mut S,
+    (windows, at): (&mut Windows<'_>, usize),
+    blocks: bool,
+    block_starts: impl Fn(AsciiClasses, &[u8], usize) -> u64,
     mut match_at: impl FnMut(&[u8], usize) -> Option<usize>,
 ) {
+    debug_assert!(
+        !blocks
+            || windows.s.get(at..at + s.len()) == Some(s)
+                && windows.s.get(at + s.len()).is_none_or(|&b| !(b.is_ascii_alphabetic()
+                    || b == b' '
+                    || (b.is_ascii_punctuation() && b != b'\''))),
+        "a shared window whose text does not hold the piece, or holds a byte after it that is not hard"
+    );
     let n = s.len();
-    let mut windows = Windows::new(s, kernel);
     let mut i = 0;
     let mut gap = 0;
     while i < n {
@@ -435,7 +491,7 @@ fn scan_blocks<S: Sink>(
         // it holds more (and an ASCII first byte the cheaper one, which a CJK character fails
         // without the 8-byte load).
         if blocks && gap == i && s[i] < 0x80 && bits::ascii8(s, i) {
-            let mut starts = block_starts(windows.at(i), s, i) & !1;
+            let mut starts = block_starts(windows.at(at + i), s, i) & !1;
             if starts != 0 {
                 let mut prev = i;
                 while starts != 0 {
