@@ -1025,6 +1025,13 @@ fn gpt2_at(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<usize>
     Some(white_space(c, s, i, false))
 }
 
+/// Whether no letter alternative of o200k can match from `k`: the end, or an ASCII byte that is
+/// not a letter (neither upper- nor lower-ish).
+#[inline(always)]
+fn o200k_no_letter_at(s: &[u8], k: usize) -> bool {
+    s.get(k).is_none_or(|&b| b < 0x80 && !b.is_ascii_alphabetic())
+}
+
 /// o200k's `[upper]*[lower]+` from `k`: the upper run is greedy and backs off to the last
 /// character that is also lower (`\p{Lm}`, `\p{Lo}`, `\p{M}`) when no lower character follows it.
 #[inline]
@@ -1048,22 +1055,33 @@ fn o200k_at(c: Classes, l: &mut Letters<'_>, s: &[u8], i: usize) -> Option<usize
     let b = s[i];
     let (class, len) = c.at(s, i);
     let prefix = b != b'\r' && b != b'\n' && !in_set(class, S_L | S_N);
+    // The letter alternatives are tried (each with a prefix, then without) only where their
+    // first letter can be: a character of either letter set at `i`, or after the prefix at
+    // `i + len`. Code and punctuation reach this scanner mostly at a character that is neither
+    // (a line break, a quote, punctuation before a digit or a line break), where the four calls
+    // each set up their runs to fail.
+    let prefixed = prefix && !o200k_no_letter_at(s, i + len);
+    let letter = in_set(class, S_UPPER | S_LOWER);
     let with_contraction = |end: usize| contraction_ci(s, end).unwrap_or(end);
-    if prefix {
+    if prefixed {
         if let Some(end) = o200k_upper_lower(c, l, s, i + len) {
             return Some(with_contraction(end));
         }
     }
-    if let Some(end) = o200k_upper_lower(c, l, s, i) {
-        return Some(with_contraction(end));
+    if letter {
+        if let Some(end) = o200k_upper_lower(c, l, s, i) {
+            return Some(with_contraction(end));
+        }
     }
-    if prefix {
+    if prefixed {
         if let Some(end) = o200k_upper_then_lower(c, l, i + len) {
             return Some(with_contraction(end));
         }
     }
-    if let Some(end) = o200k_upper_then_lower(c, l, i) {
-        return Some(with_contraction(end));
+    if letter {
+        if let Some(end) = o200k_upper_then_lower(c, l, i) {
+            return Some(with_contraction(end));
+        }
     }
     if class == NUMBER {
         let mut j = i + len;
