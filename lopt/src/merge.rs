@@ -11,6 +11,8 @@
 //! native engine on one more core. Where the first segment's columns have room for every token
 //! (the tokenizer lends the engine such columns for it), they become the encoding's and only the
 //! later segments are copied after them; otherwise every segment is copied into new columns.
+//! [`Gather`] does the former while the text is encoded, in the same trip to the pool: each later
+//! segment is copied by the thread that encoded it as soon as the segments before it are encoded.
 //!
 //! Invariants: the text's word ids are kept as the engines' `u32` counts (the lazy column's
 //! recipe, [`crate::encoding::Words`]); a column's length is set past slots only once every one
@@ -18,12 +20,14 @@
 //! column lengths).
 
 use std::mem::MaybeUninit;
-use std::sync::{Arc, OnceLock};
+use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use rayon::prelude::*;
 
 use crate::encoding::{Encoding, Fill, Lazy, Tokens, Vocab, Words};
 use crate::engine::Segment;
+use crate::error::{Error, ErrorKind, Result};
 use crate::trace;
 
 /// The first `len` tokens of a segment that starts at byte `start` of a text, holding `words` of
@@ -296,6 +300,396 @@ fn assemble_into_first(
         None
     };
     encoding_of(ids, offsets, words, strings, layout, vocab)
+}
+
+/// A segment's state in a [`Gather`]: not started yet.
+const WAITING: u8 = 0;
+/// Being encoded by a pool thread.
+const ENCODING: u8 = 1;
+/// Encoded: its token and pre-token counts and its columns are published.
+const ENCODED: u8 = 2;
+
+/// How long a thread with nothing to copy waits for segments still being encoded before it goes
+/// back to the pool: the usual spread of the segments' ends at 16 threads (session 11's trace:
+/// 0.4-0.55 ms from the median end to the last), so that most copies start as soon as their
+/// place is known and are shared by the threads that are done, without spinning for a whole
+/// segment's time when the text is uneven (the wait is spent spinning: CPU time no one else gets).
+const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
+
+/// A segment's ids, offsets and word ids.
+type Columns = (Vec<u32>, Vec<(usize, usize)>, Vec<u32>);
+
+/// The first segment's columns, where every later segment is copied: pointers into the vectors
+/// held by [`Gather::first`], taken once (after the template's prefix was put in front), so
+/// that threads can write disjoint windows of the spare capacity at once.
+#[derive(Clone, Copy)]
+struct Room {
+    ids: *mut u32,
+    offsets: *mut (usize, usize),
+    words: *mut u32,
+    /// Rows that fit in both `ids` and `offsets` (their smaller capacity).
+    rows: usize,
+    /// Capacity of `words` (text tokens only: no template rows).
+    word_rows: usize,
+}
+
+// SAFETY: the pointers are only written through in windows of one piece each, which one thread
+// claims (a piece number is taken once, by `fetch_add`), disjoint from one another and from the
+// rows of the first segment that are not its own pieces, and the vectors they point into are not
+// touched otherwise until every thread is done (`Gather::finish`, after the pool's join).
+unsafe impl Send for Room {}
+// SAFETY: as for `Send`: shared access only hands out disjoint windows.
+unsafe impl Sync for Room {}
+
+/// The segments of one text assembled as they are encoded, in the same trip to the pool: the
+/// first segment's columns (lent by the tokenizer with room for the whole text, the template's
+/// prefix put in front) become the encoding's, and each later segment is copied after them, in
+/// pieces, as soon as every segment before it is encoded (their token counts give its place):
+/// first by the thread that encoded it, while its columns are in that core's cache, and by any
+/// thread that is done with its own (the first segment's pieces trim its offsets in place). A
+/// thread with nothing to copy waits, spinning, for the segments still being encoded (at most
+/// [`MAX_WAIT`]); what is left when the pool's join returns is copied then. Why: copying the
+/// segments after the pool's join took a second trip to the pool and a wake-up of the caller
+/// (session 11's trace at 16 threads: the copy 8-16 % of the wall, the caller's return 3 %).
+///
+/// Invariants: each piece is written at most once (its number is taken by one `fetch_add`); a
+/// segment's window is `h + tokens before it` in `ids` and `offsets` (`h` the prefix's length)
+/// and `tokens before it` in `words`, written only when it fits the room; windows fit in segment
+/// order (each starts where the previous ends), so the segments written in full are a leading
+/// run of the text's, and [`Gather::finish`] sets the columns' lengths past that run only,
+/// copying the rest as [`assemble_into_first`] does. The output equals [`assemble`]'s: the same
+/// tokens, offsets shifted by the same starts and trimmed with the same token indices, word ids
+/// moved by the same counts.
+pub(crate) struct Gather<'a> {
+    starts: &'a [usize],
+    layout: &'a Layout<'a>,
+    /// Tokens of one piece (the unit of the copy that threads share).
+    piece: usize,
+    states: Vec<AtomicU8>,
+    /// Each segment's token count, once it is encoded.
+    lens: Vec<AtomicUsize>,
+    /// Each segment's pre-token count ([`Segment::words`]), once it is encoded.
+    words: Vec<AtomicU32>,
+    /// Each segment's next piece to take.
+    next: Vec<AtomicUsize>,
+    /// Each segment's pieces written.
+    written: Vec<AtomicUsize>,
+    /// Each segment once encoded (the first: its token strings only).
+    slots: Vec<OnceLock<Segment>>,
+    /// The first segment's columns (ids and offsets with the prefix in front), read and written
+    /// only through `room` until [`Gather::finish`].
+    first: Mutex<Option<Columns>>,
+    /// Set when the first segment is encoded.
+    room: OnceLock<Room>,
+}
+
+impl<'a> Gather<'a> {
+    /// A text of `starts.len()` segments (segment `k` starting at byte `starts[k]`), laid out as
+    /// `layout` says, copied in pieces of at most `piece` tokens.
+    pub(crate) fn new(starts: &'a [usize], layout: &'a Layout<'a>, piece: usize) -> Self {
+        let n = starts.len();
+        Gather {
+            starts,
+            layout,
+            piece: piece.max(1),
+            states: (0..n).map(|_| AtomicU8::new(WAITING)).collect(),
+            lens: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            words: (0..n).map(|_| AtomicU32::new(0)).collect(),
+            next: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            written: (0..n).map(|_| AtomicUsize::new(0)).collect(),
+            slots: (0..n).map(|_| OnceLock::new()).collect(),
+            first: Mutex::new(None),
+            room: OnceLock::new(),
+        }
+    }
+
+    /// Segment `k` is being encoded (so a thread that is done may wait for it).
+    pub(crate) fn start(&self, k: usize) {
+        if let Some(state) = self.states.get(k) {
+            state.store(ENCODING, Ordering::SeqCst);
+        }
+    }
+
+    /// Segment `k` is encoded: publishes it, then copies pieces, its own first, while there are
+    /// any (waiting, spinning, for segments still being encoded, at most [`MAX_WAIT`] at a time).
+    pub(crate) fn arrive(&self, k: usize, segment: Segment) {
+        let n = self.states.len();
+        if k >= n {
+            return;
+        }
+        let mut segment = segment;
+        let len = segment.ids.len();
+        if segment.offsets.len() != len || segment.word_ids.len() != len {
+            // Never for the engines' segments (their columns have equal lengths); such a
+            // segment gets what the copy writes past a part's shortest column (`Slots::fill`).
+            segment.offsets.resize(len, (0, 0));
+            segment.word_ids.resize(len, 0);
+        }
+        self.lens[k].store(len, Ordering::SeqCst);
+        self.words[k].store(segment.words, Ordering::SeqCst);
+        if k == 0 {
+            self.place_first(segment);
+        } else {
+            let _ = self.slots[k].set(segment);
+        }
+        self.states[k].store(ENCODED, Ordering::SeqCst);
+        let _wait = trace::span("help", 0);
+        let mut since: Option<std::time::Instant> = None;
+        let mut spin: u32 = 0;
+        loop {
+            let mut progress = self.ready(k) && self.work_on(k);
+            let mut pending = false;
+            for j in 0..n {
+                match self.states[j].load(Ordering::SeqCst) {
+                    // A segment no thread has taken yet: this thread is needed for it.
+                    WAITING => return,
+                    ENCODING => pending = true,
+                    _ if !self.ready(j) => pending = true,
+                    _ => progress |= self.work_on(j),
+                }
+            }
+            if !pending {
+                // Every segment is encoded and every piece taken.
+                return;
+            }
+            if progress {
+                since = None;
+                continue;
+            }
+            spin = spin.wrapping_add(1);
+            if spin.is_multiple_of(64) {
+                let now = std::time::Instant::now();
+                if now.duration_since(*since.get_or_insert(now)) > MAX_WAIT {
+                    return;
+                }
+                std::thread::yield_now();
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+    }
+
+    /// The first segment: the template's prefix put in front of its ids and offsets (in place:
+    /// its columns were lent with room), its columns kept as the encoding's, their room published.
+    fn place_first(&self, segment: Segment) {
+        let Segment { mut ids, tokens, mut offsets, word_ids: mut words, .. } = segment;
+        let prefix = self.layout.prefix;
+        if !prefix.is_empty() {
+            ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
+            offsets.splice(0..0, prefix.iter().map(|_| (0, 0)));
+        }
+        let room = Room {
+            ids: ids.as_mut_ptr(),
+            offsets: offsets.as_mut_ptr(),
+            words: words.as_mut_ptr(),
+            rows: ids.capacity().min(offsets.capacity()),
+            word_rows: words.capacity(),
+        };
+        // Moving the vectors moves no element: the pointers stay valid.
+        *lock(&self.first) = Some((ids, offsets, words));
+        let _ = self.slots[0].set(Segment { tokens, ..Segment::default() });
+        let _ = self.room.set(room);
+    }
+
+    /// Whether every segment before `k` is encoded (so `k`'s window is known).
+    fn ready(&self, k: usize) -> bool {
+        self.states[..k].iter().all(|s| s.load(Ordering::SeqCst) >= ENCODED)
+    }
+
+    /// Pieces of segment `k`: its tokens in runs of `piece` (the first segment's only when its
+    /// offsets are trimmed: its tokens are in place already).
+    fn pieces(&self, k: usize) -> usize {
+        if k == 0 && self.layout.trim.is_none() {
+            return 0;
+        }
+        self.lens[k].load(Ordering::SeqCst).div_ceil(self.piece)
+    }
+
+    /// Takes and writes pieces of encoded segment `k`, whose predecessors are encoded, until none
+    /// is left; whether it wrote any. A segment whose window does not fit the room is left whole.
+    fn work_on(&self, k: usize) -> bool {
+        let (Some(&room), Some(segment)) = (self.room.get(), self.slots[k].get()) else { return false };
+        let total = self.pieces(k);
+        if self.next[k].load(Ordering::SeqCst) >= total {
+            return false;
+        }
+        let h = self.layout.prefix.len();
+        let before: usize = self.lens[..k].iter().map(|l| l.load(Ordering::SeqCst)).sum();
+        let len = self.lens[k].load(Ordering::SeqCst);
+        let fits = k == 0
+            || (h + before).checked_add(len).is_some_and(|end| end <= room.rows) && before + len <= room.word_rows;
+        if !fits {
+            return false;
+        }
+        let words_before: u32 = self.words[..k].iter().map(|w| w.load(Ordering::SeqCst)).sum();
+        let start = self.starts.get(k).copied().unwrap_or(0);
+        let mut wrote = false;
+        loop {
+            let p = self.next[k].fetch_add(1, Ordering::SeqCst);
+            if p >= total {
+                return wrote;
+            }
+            let from = p * self.piece;
+            let to = (from + self.piece).min(len);
+            let _copy = trace::span("copy", to - from);
+            if k == 0 {
+                if let Some(trim) = &self.layout.trim {
+                    // SAFETY: rows `h + from..h + to` of the first segment's ids and offsets are
+                    // its tokens, initialized (`place_first` kept them after the prefix); only
+                    // this claim of piece `p` writes them (later segments' windows start at
+                    // `h + len`), and the vectors are not touched until `finish`.
+                    let (ids, offsets) = unsafe {
+                        (
+                            std::slice::from_raw_parts(room.ids.add(h + from), to - from),
+                            std::slice::from_raw_parts_mut(room.offsets.add(h + from), to - from),
+                        )
+                    };
+                    for (j, (offsets, &id)) in offsets.iter_mut().zip(ids).enumerate() {
+                        trim_offsets(trim, id, offsets, from + j);
+                    }
+                }
+            } else {
+                let part = Part {
+                    ids: &segment.ids[from..to],
+                    offsets: &segment.offsets[from..to],
+                    word_ids: &segment.word_ids[from..to],
+                    start,
+                    words_before,
+                };
+                let at = h + before + from;
+                // SAFETY: the window `at..at + (to - from)` of `ids` and `offsets` and
+                // `before + from..before + to` of `words` lie within the vectors' capacities (the
+                // segment's whole window was checked to fit above); they start after every row of
+                // the segments before `k` (their token counts sum to `before`, and the first
+                // segment's rows, prefix included, end at `h` + its count), so they are spare
+                // capacity that only this claim of piece `p` writes, read by no one before
+                // `finish`.
+                let out = unsafe {
+                    Slots {
+                        ids: std::slice::from_raw_parts_mut(room.ids.add(at).cast::<MaybeUninit<u32>>(), to - from),
+                        offsets: std::slice::from_raw_parts_mut(
+                            room.offsets.add(at).cast::<MaybeUninit<(usize, usize)>>(),
+                            to - from,
+                        ),
+                        words: std::slice::from_raw_parts_mut(
+                            room.words.add(before + from).cast::<MaybeUninit<u32>>(),
+                            to - from,
+                        ),
+                    }
+                };
+                out.fill(&part, before + from, self.layout);
+            }
+            self.written[k].fetch_add(1, Ordering::SeqCst);
+            wrote = true;
+        }
+    }
+
+    /// The encoding, once every segment is encoded (after the pool's join): the pieces no thread
+    /// took are written now, the columns' lengths set past the segments written in full, and
+    /// what did not fit written after them as [`assemble_into_first`] does.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Encode`] should the first segment's columns not hold what was placed in them
+    /// (never: a run-time check of what the assembly relies on).
+    pub(crate) fn finish(self, vocab: &Arc<Vocab>) -> Result<Encoding> {
+        let n = self.states.len();
+        let filling = trace::span("fill", 0);
+        let left: Vec<usize> = (0..n).filter(|&k| self.next[k].load(Ordering::SeqCst) < self.pieces(k)).collect();
+        match left.as_slice() {
+            [] => {}
+            [k] => {
+                self.work_on(*k);
+            }
+            _ => left.into_par_iter().for_each(|k| {
+                self.work_on(k);
+            }),
+        }
+        drop(filling);
+        let complete: Vec<bool> = (0..n).map(|k| self.written[k].load(Ordering::SeqCst) == self.pieces(k)).collect();
+        let Gather { starts, layout, slots, first, lens, words: counts, .. } = self;
+        let mut segments: Vec<Segment> = slots.into_iter().map(|s| s.into_inner().unwrap_or_default()).collect();
+        let Some((mut ids, mut offsets, mut words)) = first.into_inner().unwrap_or_else(PoisonError::into_inner) else {
+            // Never: the first segment is placed when it is encoded.
+            return Err(Error::new(ErrorKind::Encode, "the segments' assembly has no first segment"));
+        };
+        let lens: Vec<usize> = lens.into_iter().map(AtomicUsize::into_inner).collect();
+        let counts: Vec<u32> = counts.into_iter().map(AtomicU32::into_inner).collect();
+        let (prefix, suffix) = (layout.prefix, layout.suffix);
+        let text_tokens: usize = lens.iter().sum();
+        let with_strings = text_tokens > 0 && segments.iter().zip(&lens).all(|(s, &len)| s.tokens.len() == len);
+        // The first segment's rows are in its vectors' lengths already; the windows written after
+        // them (a leading run of the later segments) are not.
+        let done = 1 + complete.iter().skip(1).take_while(|&&c| c).count();
+        let written: usize = lens.iter().take(done).sum();
+        let (ids_len, words_len) = (prefix.len() + written, written);
+        let first_len = lens.first().copied().unwrap_or(0);
+        if !complete.first().copied().unwrap_or(false)
+            || ids.len() != prefix.len() + first_len
+            || offsets.len() != ids.len()
+            || words.len() != first_len
+            || ids_len > ids.capacity()
+            || ids_len > offsets.capacity()
+            || words_len > words.capacity()
+        {
+            // Never: the first segment's columns have equal lengths, its pieces are all taken
+            // above, and each window was checked against the room before it was written.
+            return Err(Error::new(ErrorKind::Encode, "the segments' assembly lost track of the first segment's rows"));
+        }
+        // SAFETY: rows up to the first segment's end are the vectors' lengths (checked above),
+        // and every piece of every later segment before `done` was written in full into its
+        // window (`written` counts a piece only after `Slots::fill` wrote every slot of it), the
+        // windows following one another without gaps up to `ids_len` (`words_len` in `words`),
+        // checked above to be within each vector's capacity.
+        unsafe {
+            ids.set_len(ids_len);
+            offsets.set_len(ids_len);
+            words.set_len(words_len);
+        }
+        if done < segments.len() {
+            // The rest did not fit the room (a normalizer that expands characters): written
+            // after a reservation, as `assemble_into_first` writes.
+            let rest = text_tokens - written;
+            ids.reserve(rest);
+            offsets.reserve(rest);
+            words.reserve(rest);
+            let mut words_before: u32 = counts.iter().take(done).sum();
+            let mut parts = Vec::with_capacity(segments.len() - done);
+            for (k, segment) in segments.iter().enumerate().skip(done) {
+                let start = starts.get(k).copied().unwrap_or(0);
+                parts.push(Part::of(segment, segment.ids.len(), start, words_before));
+                words_before += counts[k];
+            }
+            {
+                let text = Slots {
+                    ids: &mut ids.spare_capacity_mut()[..rest],
+                    offsets: &mut offsets.spare_capacity_mut()[..rest],
+                    words: &mut words.spare_capacity_mut()[..rest],
+                };
+                write_parts(text, &parts, written, Vec::new(), layout, None);
+            }
+            drop(parts);
+            // SAFETY: `write_parts` wrote every one of the first `rest` spare slots of each
+            // column, reserved just above.
+            unsafe {
+                ids.set_len(ids_len + rest);
+                offsets.set_len(ids_len + rest);
+                words.set_len(words_len + rest);
+            }
+        }
+        ids.extend(suffix.iter().map(|&(id, _)| id));
+        offsets.extend(suffix.iter().map(|_| (0, 0)));
+        let strings: Option<Vec<String>> =
+            with_strings.then(|| segments.iter_mut().flat_map(|s| std::mem::take(&mut s.tokens)).collect());
+        let freeing = trace::span("free", 0);
+        drop(segments);
+        drop(freeing);
+        Ok(encoding_of(ids, offsets, words, strings.map(Vec::into_iter), layout, vocab))
+    }
+}
+
+/// `mutex`'s value, even after a panic while it was held (its values are written whole).
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// [`assemble`] for a text that is one segment (every text on one thread, and every short
@@ -753,6 +1147,98 @@ mod tests {
                                     assert_eq!(assembled.tokens(), copied.tokens(), "{case}");
                                     assert_eq!(assembled.type_ids(), copied.type_ids(), "{case}");
                                 }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    /// Segments assembled as they arrive (`Gather`) give exactly what `assemble` gives, for every
+    /// order of arrival (a thread that sees a segment not yet started goes back without copying;
+    /// what is left is copied by later arrivals or by `finish`), with and without specials,
+    /// trimming and token strings, with pieces of one token, with a first segment whose room
+    /// holds every token, some or none of the later ones (the rest written after a reservation),
+    /// and on a pool of threads.
+    #[test]
+    fn gathered_equals_assembled() {
+        let vocab = Arc::new(Vocab { strings: vec![" a".into(), "b ".into(), " ".into(), "c".into(), "[S]".into()] });
+        let spaces = [(1, 0), (0, 1), (1, 1), (0, 0), (0, 0)];
+        let segment = |ids: &[u32], offsets: &[(usize, usize)], words: &[u32], room: usize, strings: bool| {
+            let mut s = Segment {
+                ids: Vec::with_capacity(room),
+                tokens: vec![],
+                offsets: Vec::with_capacity(room),
+                word_ids: Vec::with_capacity(room),
+                words: words.last().map_or(0, |&w| w + 1),
+                added_words: vec![],
+            };
+            s.ids.extend_from_slice(ids);
+            s.offsets.extend_from_slice(offsets);
+            s.word_ids.extend_from_slice(words);
+            if strings {
+                s.tokens = ids.iter().map(|&id| vocab.string(id).to_owned()).collect();
+            }
+            s
+        };
+        let text = |room: usize, strings: bool| -> Vec<Segment> {
+            vec![
+                segment(&[0, 1], &[(0, 2), (2, 4)], &[0, 0], room, strings),
+                segment(&[2, 3, 0], &[(0, 1), (1, 2), (2, 4)], &[0, 1, 1], 0, strings),
+                segment(&[], &[], &[], 0, strings),
+                segment(&[1, 0], &[(0, 2), (2, 4)], &[0, 1], 0, strings),
+            ]
+        };
+        let starts = [0, 4, 8, 8];
+        let orders = [[0, 1, 2, 3], [3, 2, 1, 0], [1, 3, 0, 2], [2, 0, 3, 1], [0, 3, 1, 2]];
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        // Rooms: none, two rows short of a prefix of two, the first two segments, every token.
+        for room in [0, 3, 7, 64] {
+            for prefix in [&[][..], &[(4, 0)][..], &[(4, 0), (4, 1)][..]] {
+                for suffix in [&[][..], &[(4, 1)][..]] {
+                    for trim in [None, Some(true), Some(false)] {
+                        for strings in [false, true] {
+                            let layout = Layout {
+                                prefix,
+                                suffix,
+                                type_id: 2,
+                                trim: trim.map(|add_prefix_space| Trim {
+                                    spaces: &spaces,
+                                    add_prefix_space,
+                                    first_is_index_zero: prefix.is_empty(),
+                                }),
+                            };
+                            let expected = assemble(&starts, text(0, strings), &layout, &vocab, None);
+                            let case = format!("{room} {prefix:?} {suffix:?} {trim:?} {strings}");
+                            let check = |gathered: Encoding, how: &str| {
+                                assert_eq!(gathered, expected, "{case} {how}");
+                                assert_eq!(gathered.word_ids(), expected.word_ids(), "{case} {how}");
+                                assert_eq!(gathered.tokens(), expected.tokens(), "{case} {how}");
+                                assert_eq!(gathered.type_ids(), expected.type_ids(), "{case} {how}");
+                            };
+                            for order in orders {
+                                for piece in [1, 1 << 20] {
+                                    let gather = Gather::new(&starts, &layout, piece);
+                                    let mut segments: Vec<Option<Segment>> =
+                                        text(room, strings).into_iter().map(Some).collect();
+                                    for k in order {
+                                        gather.start(k);
+                                        gather.arrive(k, segments[k].take().unwrap());
+                                    }
+                                    check(gather.finish(&vocab).unwrap(), &format!("{order:?} {piece}"));
+                                }
+                            }
+                            for piece in [1, 2] {
+                                let gather = Gather::new(&starts, &layout, piece);
+                                let segments = text(room, strings);
+                                pool.install(|| {
+                                    segments.into_par_iter().enumerate().for_each(|(k, segment)| {
+                                        gather.start(k);
+                                        gather.arrive(k, segment);
+                                    })
+                                });
+                                check(pool.install(|| gather.finish(&vocab)).unwrap(), &format!("pool {piece}"));
                             }
                         }
                     }

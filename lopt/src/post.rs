@@ -176,6 +176,21 @@ impl Finisher {
         Ok(encoding)
     }
 
+    /// Whether [`finish`](Self::finish) takes the own path under `settings` (no truncation, no
+    /// padding): it assembles the segments into the first one's columns when they have room, so
+    /// it allocates nothing large and may run on a pool thread (`Tokenizer::encode_plain`).
+    pub(crate) fn assembles(&self, settings: Settings<'_>) -> bool {
+        self.own.is_some() && settings.truncation.is_none() && settings.padding.is_none()
+    }
+
+    /// The layout of the own path under `settings` when [`finish`](Self::finish) takes it
+    /// ([`assembles`](Self::assembles)), with the vocabulary: what assembling a text's segments
+    /// as they are encoded needs (`merge::Gather`).
+    pub(crate) fn assembly(&self, settings: Settings<'_>) -> Option<(Layout<'_>, &Arc<Vocab>)> {
+        let own = self.own.as_ref().filter(|_| self.assembles(settings))?;
+        Some((self.layout(own, settings), &self.vocab))
+    }
+
     /// Whether [`finish_ids`](Self::finish_ids) finishes texts under `settings`: the own path
     /// without truncation (which needs the word ids, and its overflow the other columns). Other
     /// calls finish a full [`Encoding`] and keep its ids.

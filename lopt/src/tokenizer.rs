@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use crate::boundary::CutRule;
 use crate::doc::Doc;
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, Vocab};
 use crate::engine::bpe::BpeEngine;
 use crate::engine::guard::Guarded;
 use crate::engine::hf::HfEngine;
@@ -18,7 +18,7 @@ use crate::engine::spm::SpmEngine;
 use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{catch_panic, one_line, Error, ErrorKind, Result};
-use crate::merge::Run;
+use crate::merge::{Gather, Layout, Run};
 use crate::options::{EncodeOptions, SeedCache, Settings};
 use crate::parts;
 use crate::post::{pad, pad_ids, Finisher};
@@ -649,12 +649,68 @@ impl Tokenizer {
 
     /// [`encode_settings`](Self::encode_settings) without the prefix cache.
     fn encode_uncached(&self, text: &str, settings: Settings<'_>) -> Result<Encoding> {
+        if self.lends_columns() && trace::schedule() == trace::Schedule::Tree {
+            if let Some((layout, vocab)) = self.finisher.assembly(settings) {
+                return self.encode_gathered(text, settings, &layout, vocab);
+            }
+        }
         self.encode_plain(
             text,
             true,
             |t, r| self.encode_range(t, r),
             |starts, segments| self.finisher.finish(starts, segments, settings, Some(&*self.pool)),
         )
+    }
+
+    /// [`encode_uncached`](Self::encode_uncached) on the own path (`layout`) with an engine that
+    /// writes into lent columns: the segments are assembled in the same trip to the pool as they
+    /// are encoded ([`Gather`]): the first segment written into columns allocated here with room
+    /// for the whole text's tokens (as in [`encode_plain`](Self::encode_plain)), each later one
+    /// copied after it by the thread that encoded it once the segments before it are encoded, and
+    /// the encoding finished on the pool thread that joins them, so that the caller is woken once.
+    fn encode_gathered(
+        &self,
+        text: &str,
+        settings: Settings<'_>,
+        layout: &Layout<'_>,
+        vocab: &Arc<Vocab>,
+    ) -> Result<Encoding> {
+        let _call = trace::span("call", text.len());
+        let planning = trace::span("plan", 0);
+        let cuts = self.cut_points(text);
+        drop(planning);
+        if cuts.is_empty() {
+            // A short text is encoded and finished on the calling thread (see `encode_plain`).
+            let segment = self.encode_range(text, &(0..text.len()))?;
+            return self.finisher.finish(&[0], vec![segment], settings, Some(&*self.pool));
+        }
+        let starts = starts(cuts);
+        let ranges = ranges(&starts, text.len());
+        let rows = text.len().saturating_add(ROOM_FOR_SPECIALS);
+        let lent = std::sync::Mutex::new(Some(crate::engine::out::Columns::with_capacity(rows, true)));
+        // Copy jobs small enough that idle threads share a long segment's copy, large enough
+        // that each costs far more than handing it out (about 4 bytes a token).
+        let piece = (text.len() / 4).div_ceil(self.threads.max(1) * 4).max(16 * 1024);
+        let gather = Gather::new(&starts, layout, piece);
+        let pooled = trace::span("encode", 0);
+        self.pool.install(|| {
+            ranges.par_iter().enumerate().try_for_each(|(k, r)| -> Result<()> {
+                gather.start(k);
+                let segment = {
+                    let _segment = trace::span("segment", r.len());
+                    let columns = if k == 0 { lent.lock().ok().and_then(|mut c| c.take()) } else { None };
+                    match columns {
+                        Some(columns) => crate::engine::out::lending(columns, || self.encode_range(text, r))?,
+                        None => self.encode_range(text, r)?,
+                    }
+                };
+                gather.arrive(k, segment);
+                Ok(())
+            })?;
+            drop(pooled);
+            let _finish = trace::span("finish", 0);
+            gather.finish(vocab)
+        })
     }
 
     /// Cuts `text`, encodes its segments with `encode` (in parallel on the pool when there are

@@ -230,8 +230,12 @@ struct CallTrace {
     segments: Vec<(Option<usize>, f64, f64, usize)>,
     /// The pool's part: entering it to getting all segments back.
     pooled: f64,
-    /// Last segment end to the caller's return from the pool.
+    /// Last segment end to the end of the pool's part (the caller's return from the pool, or,
+    /// where finishing runs in the same trip to the pool, the join of the segments there).
     join: f64,
+    /// End of finishing to the end of the call: the caller's wake-up where finishing ran on a
+    /// pool thread, about 0 where it ran on the caller.
+    ret: f64,
     alloc: f64,
     /// The parallel copy, as the caller sees it.
     fill: f64,
@@ -260,6 +264,9 @@ impl CallTrace {
         call.alloc = span("alloc");
         call.fill = span("fill");
         call.free = span("free");
+        if let Some(finish) = find("finish") {
+            call.ret = ms(whole.end_ns.saturating_sub(finish.end_ns));
+        }
         if let Some(pooled) = find("encode") {
             call.before = ms(pooled.start_ns.saturating_sub(t0));
             call.pooled = ms(pooled.end_ns - pooled.start_ns);
@@ -317,7 +324,7 @@ impl CallTrace {
         let work: f64 = self.segments.iter().map(|s| s.2).sum();
         println!(
             "call doc={doc} wall={:.3} plan={:.3} before={:.3} pooled={:.3} wake_first={:.3} wake_last={:.3} \
-             imbalance={:.3} join={:.3} alloc={:.3} fill={:.3} copy_wake={:.3} copy_last={:.3} copy_max={:.3} free={:.3} after={:.3} drop={:.3} \
+             imbalance={:.3} join={:.3} return={:.3} alloc={:.3} fill={:.3} copy_wake={:.3} copy_last={:.3} copy_max={:.3} free={:.3} after={:.3} drop={:.3} \
              seg_sum={:.3} segments={} threads_used={used} most_per_thread={most}",
             self.wall,
             self.plan,
@@ -327,6 +334,7 @@ impl CallTrace {
             starts.last().copied().unwrap_or(0.0),
             self.imbalance(),
             self.join,
+            self.ret,
             self.alloc,
             self.fill,
             self.copy_wake,
@@ -350,7 +358,7 @@ fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64) 
     let med = |f: &dyn Fn(&CallTrace) -> f64| median(&mut calls.iter().map(f).collect::<Vec<_>>());
     let wall = med(&|c| c.wall);
     let pct = |v: f64| if wall > 0.0 { 100.0 * v / wall } else { 0.0 };
-    let rows: [(&str, f64); 17] = [
+    let rows: [(&str, f64); 18] = [
         ("wall", wall),
         ("serial before the pool (plan included)", med(&|c| c.before)),
         ("  plan (boundary search)", med(&|c| c.plan)),
@@ -367,6 +375,7 @@ fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64) 
         ("  copy wake (last copy job start)", med(&|c| c.copy_last)),
         ("  longest copy job", med(&|c| c.copy_max)),
         ("  free segments", med(&|c| c.free)),
+        ("return (finish end to the call's end)", med(&|c| c.ret)),
         ("drop encoding (caller)", med(&|c| c.dropped)),
     ];
     println!("\ntrace summary, {threads} threads, median over {} documents:", calls.len());
