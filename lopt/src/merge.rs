@@ -1017,6 +1017,33 @@ fn trim_offsets(trim: &Trim<'_>, id: u32, offsets: &mut (usize, usize), index: u
 mod tests {
     use super::*;
 
+    /// A segment of `ids`, `offsets` and word ids `words` whose columns have `room` rows (built
+    /// afresh for each use: a clone keeps no spare capacity), with token strings when `strings`.
+    fn segment(
+        vocab: &Vocab,
+        ids: &[u32],
+        offsets: &[(usize, usize)],
+        words: &[u32],
+        room: usize,
+        strings: bool,
+    ) -> Segment {
+        let mut s = Segment {
+            ids: Vec::with_capacity(room),
+            tokens: vec![],
+            offsets: Vec::with_capacity(room),
+            word_ids: Vec::with_capacity(room),
+            words: words.last().map_or(0, |&w| w + 1),
+            added_words: vec![],
+        };
+        s.ids.extend_from_slice(ids);
+        s.offsets.extend_from_slice(offsets);
+        s.word_ids.extend_from_slice(words);
+        if strings {
+            s.tokens = ids.iter().map(|&id| vocab.string(id).to_owned()).collect();
+        }
+        s
+    }
+
     fn segments() -> Vec<Segment> {
         let a = Segment {
             ids: vec![1, 2],
@@ -1069,34 +1096,19 @@ mod tests {
     fn into_first_equals_copied() {
         let vocab = Arc::new(Vocab { strings: vec![" a".into(), "b ".into(), " ".into(), "c".into(), "[S]".into()] });
         let spaces = [(1, 0), (0, 1), (1, 1), (0, 0), (0, 0)];
-        // Built afresh for each use: a clone keeps no spare capacity.
-        let segment = |ids: &[u32], offsets: &[(usize, usize)], words: &[u32], room: usize, strings: bool| {
-            let mut s = Segment {
-                ids: Vec::with_capacity(room),
-                tokens: vec![],
-                offsets: Vec::with_capacity(room),
-                word_ids: Vec::with_capacity(room),
-                words: words.last().map_or(0, |&w| w + 1),
-                added_words: vec![],
-            };
-            s.ids.extend_from_slice(ids);
-            s.offsets.extend_from_slice(offsets);
-            s.word_ids.extend_from_slice(words);
-            if strings {
-                s.tokens = ids.iter().map(|&id| vocab.string(id).to_owned()).collect();
-            }
-            s
-        };
         let text = |which: usize, room: usize, strings: bool| -> Vec<Segment> {
             if which == 0 {
                 vec![
-                    segment(&[0, 1], &[(0, 2), (2, 4)], &[0, 0], room, strings),
-                    segment(&[2, 3, 0], &[(0, 1), (1, 2), (2, 4)], &[0, 1, 1], 0, strings),
-                    segment(&[], &[], &[], 0, strings),
-                    segment(&[1], &[(0, 2)], &[0], 0, strings),
+                    segment(&vocab, &[0, 1], &[(0, 2), (2, 4)], &[0, 0], room, strings),
+                    segment(&vocab, &[2, 3, 0], &[(0, 1), (1, 2), (2, 4)], &[0, 1, 1], 0, strings),
+                    segment(&vocab, &[], &[], &[], 0, strings),
+                    segment(&vocab, &[1], &[(0, 2)], &[0], 0, strings),
                 ]
             } else {
-                vec![segment(&[], &[], &[], room, strings), segment(&[3, 2], &[(0, 1), (1, 2)], &[0, 0], 0, strings)]
+                vec![
+                    segment(&vocab, &[], &[], &[], room, strings),
+                    segment(&vocab, &[3, 2], &[(0, 1), (1, 2)], &[0, 0], 0, strings),
+                ]
             }
         };
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
@@ -1165,29 +1177,12 @@ mod tests {
     fn gathered_equals_assembled() {
         let vocab = Arc::new(Vocab { strings: vec![" a".into(), "b ".into(), " ".into(), "c".into(), "[S]".into()] });
         let spaces = [(1, 0), (0, 1), (1, 1), (0, 0), (0, 0)];
-        let segment = |ids: &[u32], offsets: &[(usize, usize)], words: &[u32], room: usize, strings: bool| {
-            let mut s = Segment {
-                ids: Vec::with_capacity(room),
-                tokens: vec![],
-                offsets: Vec::with_capacity(room),
-                word_ids: Vec::with_capacity(room),
-                words: words.last().map_or(0, |&w| w + 1),
-                added_words: vec![],
-            };
-            s.ids.extend_from_slice(ids);
-            s.offsets.extend_from_slice(offsets);
-            s.word_ids.extend_from_slice(words);
-            if strings {
-                s.tokens = ids.iter().map(|&id| vocab.string(id).to_owned()).collect();
-            }
-            s
-        };
         let text = |room: usize, strings: bool| -> Vec<Segment> {
             vec![
-                segment(&[0, 1], &[(0, 2), (2, 4)], &[0, 0], room, strings),
-                segment(&[2, 3, 0], &[(0, 1), (1, 2), (2, 4)], &[0, 1, 1], 0, strings),
-                segment(&[], &[], &[], 0, strings),
-                segment(&[1, 0], &[(0, 2), (2, 4)], &[0, 1], 0, strings),
+                segment(&vocab, &[0, 1], &[(0, 2), (2, 4)], &[0, 0], room, strings),
+                segment(&vocab, &[2, 3, 0], &[(0, 1), (1, 2), (2, 4)], &[0, 1, 1], 0, strings),
+                segment(&vocab, &[], &[], &[], 0, strings),
+                segment(&vocab, &[1, 0], &[(0, 2), (2, 4)], &[0, 1], 0, strings),
             ]
         };
         let starts = [0, 4, 8, 8];
