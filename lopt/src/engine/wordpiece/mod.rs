@@ -189,7 +189,6 @@ impl WordPieceEngine {
         let rows = &mut out.rows;
         rows.row(id, offsets, rows.words);
         if !FULL {
-            rows.words += 1;
             return;
         }
         rows.added_words.push(rows.words);
@@ -473,7 +472,7 @@ impl WordPieceEngine {
     }
 
     /// Runs the model on one normalized word and appends its tokens as word `out.words` (only
-    /// their ids without `FULL`).
+    /// their ids without `FULL`, which counts no words).
     #[inline]
     fn emit_word<const FULL: bool>(
         &self,
@@ -482,21 +481,47 @@ impl WordPieceEngine {
         out: &mut Columns<FULL>,
         offsets: impl Fn(usize, usize) -> (usize, usize),
     ) -> Result<()> {
-        let w = out.rows.words;
-        self.model
-            .tokenize(word, chars, |id, s, e| {
-                if !FULL {
-                    out.rows.id(id);
-                    return;
-                }
-                out.rows.row(id, offsets(s, e), w);
-                if let Some(strings) = &self.strings {
-                    push_string(&mut out.tokens, strings, id);
-                }
-            })
-            .map_err(Error::encode)?;
-        out.rows.words += 1;
+        let word_id = out.rows.words;
+        let mut sink = WordSink { out, offsets, word: word_id, strings: self.strings.as_deref() };
+        self.model.tokenize(word, chars, &mut sink).map_err(Error::encode)?;
+        if FULL {
+            out.rows.words += 1;
+        }
         Ok(())
+    }
+}
+
+/// One word's tokens on their way into the segment's columns ([`model::Pieces`]): with `FULL`
+/// each token's offsets (`offsets` of its range in the word) and word id, and its string when the
+/// engine keeps strings; without, its id alone.
+struct WordSink<'o, 's, F, const FULL: bool> {
+    out: &'o mut Columns<FULL>,
+    offsets: F,
+    word: u32,
+    strings: Option<&'s [String]>,
+}
+
+impl<F: Fn(usize, usize) -> (usize, usize), const FULL: bool> model::Pieces for WordSink<'_, '_, F, FULL> {
+    #[inline(always)]
+    fn piece(&mut self, id: u32, start: usize, end: usize) {
+        if !FULL {
+            self.out.rows.id(id);
+            return;
+        }
+        self.out.rows.row(id, (self.offsets)(start, end), self.word);
+        if let Some(strings) = self.strings {
+            push_string(&mut self.out.tokens, strings, id);
+        }
+    }
+
+    fn written(&self) -> usize {
+        self.out.rows.len()
+    }
+
+    fn undo(&mut self, mark: usize) {
+        // Strings, when kept, are one per row (`piece`).
+        self.out.rows.truncate(mark);
+        self.out.tokens.truncate(mark);
     }
 }
 

@@ -456,3 +456,36 @@ fn build_time() {
     let engine = WordPieceEngine::from_json(&json).unwrap();
     println!("build {:?} units {}", t.elapsed(), engine.model.units());
 }
+
+/// A word that fails after some of its pieces were written (the model writes them as it finds
+/// them) comes out as [UNK] alone, in every column and in the ids-only mode, with and without
+/// token strings: the written pieces are withdrawn.
+#[test]
+fn word_failing_midway_is_unk_alone() {
+    let vocab: serde_json::Map<String, Value> = ["[UNK]", "un", "##aff", "##able", "a", "##b", "x", "[X]"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| ((*t).to_owned(), Value::from(i)))
+        .collect();
+    let mut json = serde_json::json!({
+        "normalizer": {"type": "BertNormalizer", "clean_text": true, "handle_chinese_chars": true,
+                       "strip_accents": null, "lowercase": false},
+        "pre_tokenizer": {"type": "BertPreTokenizer"},
+        "model": {"type": "WordPiece", "unk_token": "[UNK]", "continuing_subword_prefix": "##",
+                  "max_input_chars_per_word": 100, "vocab": vocab},
+        "added_tokens": [],
+    });
+    let texts = ["unaffable unaffablez x unaffz ab abz abab a", "unaffableb, abbbbz! x unaff", "zab unaffable"];
+    let plain = pair_from_json("midway", &json);
+    assert!(plain.native.strings.is_none());
+    // An added token whose string is the matched text (lstrip): every segment keeps its strings.
+    json["added_tokens"] = serde_json::json!([{"id": 7, "content": "[X]", "single_word": false, "lstrip": true,
+        "rstrip": false, "normalized": false, "special": false}]);
+    let with_strings = pair_from_json("midway with strings", &json);
+    assert!(with_strings.native.strings.is_some());
+    for pair in [plain, with_strings] {
+        for text in texts.iter().map(|t| t.to_string()).chain(texts.iter().map(|t| format!("{t} [X] {t}"))) {
+            pair.check(&text);
+        }
+    }
+}
