@@ -57,10 +57,11 @@ impl Kernel {
 
 /// Disjoint byte classes of one block, as masks: ASCII letters, ASCII digits, the space (0x20),
 /// the printable ASCII punctuation and symbols except the apostrophe (0x21..=0x7e, not
-/// alphanumeric, not `'`), and bytes with the high bit set (any byte of a multi-byte character).
-/// A byte in none of the first four (a control character, other ASCII white space, `'`, a
-/// non-ASCII byte) is what the block scanners call hard: they stop before it. Besides them,
-/// `upper` is the subset of `letter` that is upper case (`[A-Z]`), for o200k's case rules.
+/// alphanumeric, not `'`), the line feed (0x0a), and bytes with the high bit set (any byte of a
+/// multi-byte character). A byte in none of the first five (a control character, other ASCII
+/// white space, `'`, a non-ASCII byte) is what the block scanners call hard: they stop before it
+/// (GPT-2's also before a line feed). Besides them, `upper` is the subset of `letter` that is
+/// upper case (`[A-Z]`), for o200k's case rules.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct AsciiClasses {
     pub(crate) letter: u64,
@@ -68,6 +69,7 @@ pub(crate) struct AsciiClasses {
     pub(crate) digit: u64,
     pub(crate) space: u64,
     pub(crate) punct: u64,
+    pub(crate) nl: u64,
     pub(crate) high: u64,
 }
 
@@ -86,6 +88,7 @@ impl AsciiClasses {
             digit: join(lo.digit, hi.digit),
             space: join(lo.space, hi.space),
             punct: join(lo.punct, hi.punct),
+            nl: join(lo.nl, hi.nl),
             high: join(lo.high, hi.high),
         }
     }
@@ -107,6 +110,7 @@ fn ascii_classes_scalar(block: &[u8; BLOCK]) -> AsciiClasses {
         m.digit |= u64::from(b.is_ascii_digit()) << k;
         m.space |= u64::from(b == b' ') << k;
         m.punct |= u64::from(is_block_punct(b)) << k;
+        m.nl |= u64::from(b == b'\n') << k;
         m.high |= u64::from(b >= 0x80) << k;
     }
     m
@@ -132,6 +136,7 @@ fn ascii_classes_swar(block: &[u8; BLOCK]) -> AsciiClasses {
         m.digit |= digit << shift;
         m.space |= range_swar8(x, b' ', b' ') << shift;
         m.punct |= (printable & !letter & !digit & !quote) << shift;
+        m.nl |= range_swar8(x, b'\n', b'\n') << shift;
         m.high |= gather_high_bits(x & HIGH) << shift;
     }
     m
@@ -165,8 +170,9 @@ fn ascii_classes_sse2(block: &[u8; BLOCK]) -> AsciiClasses {
             let printable = range(b'!', 94);
             let quote = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\'' as i8));
             let space = _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8));
+            let nl = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
             let punct = _mm_andnot_si128(_mm_or_si128(_mm_or_si128(letter, digit), quote), printable);
-            [letter, digit, space, punct, v, upper].map(|x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k))
+            [letter, digit, space, punct, v, upper, nl].map(|x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k))
         };
         m.letter |= masks[0];
         m.digit |= masks[1];
@@ -174,6 +180,7 @@ fn ascii_classes_sse2(block: &[u8; BLOCK]) -> AsciiClasses {
         m.punct |= masks[3];
         m.high |= masks[4];
         m.upper |= masks[5];
+        m.nl |= masks[6];
     }
     m
 }

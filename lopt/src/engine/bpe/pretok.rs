@@ -479,6 +479,7 @@ fn scan_blocks_in<S: Sink>(
             || windows.s.get(at..at + s.len()) == Some(s)
                 && windows.s.get(at + s.len()).is_none_or(|&b| !(b.is_ascii_alphabetic()
                     || b == b' '
+                    || b == b'\n'
                     || (b.is_ascii_punctuation() && b != b'\''))),
         "a shared window whose text does not hold the piece, or holds a byte after it that is not hard"
     );
@@ -570,24 +571,29 @@ impl<'s> Windows<'s> {
 /// The pre-token starts of the cl100k / Qwen pattern (`MAX_DIGITS` 3 / 1) or of DeepSeek-V3's
 /// third stage (`MAX_DIGITS` 0) in the window `m`, which begins at a pre-token start (bit 0).
 /// Only the bytes before the window's first hard byte `h` (see [`AsciiClasses`]: a quote, white
-/// space other than `' '`, a control or non-ASCII byte; for DeepSeek also a digit) are read, and a
-/// start is set only where those bytes decide it; the first start the mask misses lies after its
-/// last set bit, so every piece between two set bits is exact.
+/// space other than `' '` and `'\n'`, a control or non-ASCII byte; for DeepSeek also a digit) are
+/// read, and a start is set only where those bytes decide it; the first start the mask misses
+/// lies after its last set bit, so every piece between two set bits is exact.
 ///
-/// Over letters `L`, digits `D`, spaces `S` and punctuation `P` both patterns reduce to: a letter
-/// run is one piece, joined by the one `S` or `P` before it when that byte starts a piece
-/// (cl100k's `[^\r\n\p{L}\p{N}]?\p{L}+`; DeepSeek's `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+`
-/// and its ASCII-punctuation-then-`[A-Za-z]+`); a `P` starts a piece after `L` or `D` and otherwise belongs to
-/// the `S` or punctuation run before it (` ?[^\s\p{L}\p{N}]+` / ` ?[\p{P}\p{S}]+`, which end at
-/// `L`, `D` or `S`); a digit run splits every `MAX_DIGITS` digits; an `S` after a non-`S` starts a
-/// piece, and a run of spaces gives back its last one (`\s+(?!\S)`) when an `L`, `D` or `P`
-/// follows it (decided only when that byte is before `h`). The byte before the window reads as a
+/// Over letters `L`, digits `D`, spaces `S`, punctuation `P` and line feeds `N` both patterns
+/// reduce to: a letter run is one piece, joined by the one `S` or `P` before it when that byte
+/// starts a piece (cl100k's `[^\r\n\p{L}\p{N}]?\p{L}+`; DeepSeek's
+/// `[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+` and its ASCII-punctuation-then-`[A-Za-z]+`; an `N` is
+/// never such a prefix, so a letter after it starts a piece); a `P` starts a piece after `L`, `D`
+/// or `N` and otherwise belongs to the `S` or punctuation run before it (` ?[^\s\p{L}\p{N}]+` /
+/// ` ?[\p{P}\p{S}]+`, which end at `L`, `D`, `S` or `N`), and the `N`s right after a
+/// punctuation run belong to its piece (`[\r\n]*`); a digit run splits every `MAX_DIGITS`
+/// digits. The other `S` and `N` bytes form white-space runs, each of which starts a piece; in a
+/// run with an `N`, `\s*[\r\n]+` takes everything up to its last `N` (so no byte before that
+/// is a start), and the spaces after it are a run of their own; a run of spaces gives back its
+/// last one (`\s+(?!\S)`) when an `L`, `D` or `P` follows it (decided only when that byte is
+/// before `h`: before it no later `N` can extend the run). The byte before the window reads as a
 /// letter, which makes bit 0 a start under every rule. Finally `h` itself is a start when it is
 /// ASCII and a letter or digit run ends before it: such a run ends at any ASCII non-letter
 /// (non-digit) byte, and the next piece (a match, or for DeepSeek a skipped digit) starts there.
 #[inline(always)]
 fn block_starts<const MAX_DIGITS: usize>(m: AsciiClasses) -> u64 {
-    let core = block_starts_core::<MAX_DIGITS>(m);
+    let core = block_starts_core::<MAX_DIGITS>(m, 0);
     let mut starts = core.starts;
     if ((core.l | core.d) << 1) & core.first_hard & !m.high != 0 {
         starts |= core.first_hard;
@@ -608,20 +614,48 @@ struct BlockStarts {
     first_hard: u64,
 }
 
+/// [`block_starts`]'s rules, with the bytes of `hard_too` hard as well (o200k's, see
+/// [`o200k_block_starts`]).
 #[inline(always)]
-fn block_starts_core<const MAX_DIGITS: usize>(m: AsciiClasses) -> BlockStarts {
+fn block_starts_core<const MAX_DIGITS: usize>(m: AsciiClasses, hard_too: u64) -> BlockStarts {
     let digit = if MAX_DIGITS == 0 { 0 } else { m.digit };
-    let hard = !(m.letter | digit | m.space | m.punct);
+    let hard = !(m.letter | digit | m.space | m.punct | m.nl) | hard_too;
     let first_hard = hard & hard.wrapping_neg();
     let valid = first_hard.wrapping_sub(1);
-    let (l, d, sp, p) = (m.letter & valid, digit & valid, m.space & valid, m.punct & valid);
-    let (l_prev, d_prev, s_prev, p_prev) = ((l << 1) | 1, d << 1, sp << 1, p << 1);
+    let (l, d, sp, p, n) = (m.letter & valid, digit & valid, m.space & valid, m.punct & valid, m.nl & valid);
+    let (l_prev, d_prev, s_prev, p_prev, n_prev) = ((l << 1) | 1, d << 1, sp << 1, p << 1, n << 1);
     let mut starts = 1
-        | (sp & !s_prev)
         | (sp & s_prev & ((l | d | p) >> 1))
-        | (p & (l_prev | d_prev))
-        | (l & d_prev)
+        | (p & (l_prev | d_prev | n_prev))
+        | (l & (d_prev | n_prev))
         | (l & p_prev & ((p | sp) << 2));
+    if n == 0 {
+        // No line feed: every white-space run is a run of spaces.
+        starts |= sp & !s_prev;
+    } else {
+        // The line feeds right after punctuation, and those after them, are its piece's
+        // `[\r\n]*`: adding each such run's first bit carries through the run and clears it.
+        let taken = n & !n.wrapping_add(n & p_prev);
+        // White-space runs: each starts a piece.
+        let w = sp | (n & !taken);
+        starts |= w & !(w << 1);
+        // The first space after a line feed of a run starts the spaces after its last one, if
+        // that line feed is the last: if the spaces end at a letter, digit or punctuation (not at
+        // a line feed, nor at `h`, after which one may follow). Marked from the run's last
+        // space down over the spaces before it, doubling the distance at each step.
+        let after_break = sp & ((n & !taken) << 1);
+        if after_break != 0 {
+            let mut closed = ((l | d | p) >> 1) & sp;
+            let mut run = sp;
+            let mut k = 1;
+            while k < BLOCK {
+                closed |= (closed >> k) & run;
+                run &= run >> k;
+                k <<= 1;
+            }
+            starts |= after_break & closed;
+        }
+    }
     starts |= if MAX_DIGITS <= 1 {
         d
     } else {
@@ -650,14 +684,20 @@ fn block_starts_core<const MAX_DIGITS: usize>(m: AsciiClasses) -> BlockStarts {
 /// letter follows the upper run, else the second; in ASCII no letter is in both sets, so there is
 /// no back-off): a letter run is split before each upper-case letter that follows a lower-case
 /// one, and nowhere else. Digits go by `\p{N}{1,3}`; ` ?[^\s\p{L}\p{N}]+[\r\n/]*` takes a
-/// punctuation run as cl100k's ` ?[^\s\p{L}\p{N}]+[\r\n]*` does (`/` is punctuation, and `\r`,
-/// `\n` are hard); white space is cl100k's. So the starts are [`block_starts`]'s with `MAX_DIGITS`
-/// 3 plus the lower-to-upper ones, except at the first hard byte: after a digit run it is a start
-/// as there, after a letter run only when it is not an apostrophe (o200k's contraction suffix
-/// belongs to the letter piece before it: `'s` may extend it).
+/// punctuation run as cl100k's ` ?[^\s\p{L}\p{N}]+[\r\n]*` does (`/` is punctuation, and `\r`
+/// is hard) where no punctuation follows the line feeds after it (a `/` there would join the
+/// piece too: such a byte is made hard); white space is cl100k's. So the starts are
+/// [`block_starts`]'s with `MAX_DIGITS` 3 plus the lower-to-upper ones, except at the first hard
+/// byte: after a digit run it is a start as there, after a letter run only when it is not an
+/// apostrophe (o200k's contraction suffix belongs to the letter piece before it: `'s` may extend
+/// it).
 #[inline(always)]
 fn o200k_block_starts(m: AsciiClasses, s: &[u8], i: usize) -> u64 {
-    let core = block_starts_core::<3>(m);
+    // The punctuation after the line feeds that follow punctuation: a `/` there belongs to the
+    // piece before (`[\r\n/]*`), and there is no slash mask.
+    let nl = m.nl;
+    let after_taken = m.punct & ((nl & !nl.wrapping_add(nl & (m.punct << 1))) << 1);
+    let core = block_starts_core::<3>(m, after_taken);
     let upper = m.upper & core.valid;
     let lower = core.l & !upper;
     let mut starts = core.starts | (upper & (lower << 1));
@@ -1447,6 +1487,8 @@ mod tests {
             "ʰʲ ˈaː ǈǋ",
             "1234567 12 a1b2 x.y ..z  .a (b) a.b1.c 1.2.3 ...... x,y  ,z 99999999999 a--b -1 .5",
             "a  1  .  b   ;x  \ty \nz a. ..a .'s x's 12's (x)'ll",
+            "f(x):\n    return x\n\n\n  \n  y = [1, 2]\n  \t\n x\n",
+            "a)\n/b a)\n\n//c a)\n.d a)\n  /e a \n/f a\n\n/ g ./\n/h",
         ] {
             check(text);
         }
@@ -1501,6 +1543,51 @@ mod tests {
             "\t", "é", "\u{a0}", "ab", "The", " of", "123", "'s",
         ];
         random_texts(0x3c6e_f372_fe94_f82b, &pool, 600, 120, |_, text| check(text));
+    }
+
+    /// Line feeds on the block path: code-like strings of words, digits and punctuation between
+    /// line breaks with indentation, blank lines, trailing spaces, punctuation before line feeds
+    /// (which joins them, and in o200k a `/` after them), and a few hard bytes (`\r`, a tab, a
+    /// quote, a non-ASCII letter) that stop a window inside a white-space run.
+    #[test]
+    fn random_lines_against_oniguruma() {
+        let pool: Vec<&str> = vec![
+            "\n",
+            "\n",
+            "\n    ",
+            "\n        ",
+            "\n\n",
+            "    ",
+            " ",
+            " ",
+            "  ",
+            " \n",
+            "x",
+            "def",
+            "Ab",
+            "iPhone",
+            "0",
+            "12",
+            "1234",
+            ".",
+            "):",
+            "(",
+            "=",
+            "/",
+            "//",
+            ",",
+            "-",
+            " #",
+            "\r\n",
+            "\t",
+            "'",
+            "é",
+            "_",
+            "a",
+            "B",
+        ];
+        random_texts(0x510e_527f_ade6_82d1, &pool, 1_500, 80, |_, text| check_scanners(text));
+        random_texts(0x9b05_688c_2b3e_6c1f, &pool, 300, 80, |_, text| check_deepseek(text));
     }
 
     /// o200k's case rules on the block path: mostly-ASCII strings of words in every mix of cases
