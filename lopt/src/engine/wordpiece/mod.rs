@@ -268,7 +268,7 @@ impl WordPieceEngine {
                     }
                     Kind::Punct(p) if p.is_ascii() => {
                         self.flush(&mut word, text, base, out, scratch)?;
-                        self.emit_word(&[p as u8], 1, out, |s, e| (base + i + s, base + i + e))?;
+                        self.emit_char(p, (base + i, base + i + 1), out)?;
                         last_ccc = 0;
                         i += 1;
                         continue;
@@ -293,8 +293,7 @@ impl WordPieceEngine {
                 }
                 Kind::Punct(p) | Kind::Cjk(p) => {
                     self.flush(&mut word, text, base, out, scratch)?;
-                    let mut buf = [0u8; 4];
-                    self.emit_word(p.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
+                    self.emit_char(p, range, out)?;
                     last_ccc = 0;
                 }
                 Kind::Word(w) => {
@@ -315,8 +314,7 @@ impl WordPieceEngine {
                             Class::Space => self.flush(&mut word, text, base, out, scratch)?,
                             Class::Punct => {
                                 self.flush(&mut word, text, base, out, scratch)?;
-                                let mut buf = [0u8; 4];
-                                self.emit_word(n.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
+                                self.emit_char(n, range, out)?;
                             }
                             Class::Word => {
                                 self.to_mapped(word, text, base, scratch);
@@ -399,8 +397,7 @@ impl WordPieceEngine {
                 Class::Space => self.flush(&mut word, text, base, out, scratch)?,
                 Class::Punct => {
                     self.flush(&mut word, text, base, out, scratch)?;
-                    let mut buf = [0u8; 4];
-                    self.emit_word(c.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| range)?;
+                    self.emit_char(c, range, out)?;
                 }
                 Class::Word => {
                     if word == Word::None {
@@ -469,6 +466,27 @@ impl WordPieceEngine {
                 self.emit_word(&scratch.bytes, chars, out, |a, b| (map[a].0, map[b - 1].1))
             }
         }
+    }
+
+    /// Appends the one-character word `c` (a punctuation mark, a CJK ideograph) as word
+    /// `out.words`, at `offsets`: its token cached by the model ([`WordPiece::single`]) instead of
+    /// a trie walk, else through [`emit_word`](Self::emit_word).
+    #[inline(always)]
+    fn emit_char<const FULL: bool>(&self, c: char, offsets: (usize, usize), out: &mut Columns<FULL>) -> Result<()> {
+        let Some(id) = self.model.single(c) else {
+            let mut buf = [0u8; 4];
+            return self.emit_word(c.encode_utf8(&mut buf).as_bytes(), 1, out, |_, _| offsets);
+        };
+        if !FULL {
+            out.rows.id(id);
+            return Ok(());
+        }
+        out.rows.row(id, offsets, out.rows.words);
+        if let Some(strings) = &self.strings {
+            push_string(&mut out.tokens, strings, id);
+        }
+        out.rows.words += 1;
+        Ok(())
     }
 
     /// Runs the model on one normalized word and appends its tokens as word `out.words` (only

@@ -11,7 +11,10 @@
 //! Invariants: unit 0 is the root and the child of no node; a unit belongs to the node named by
 //! its `check`; `NONE` marks a free unit (as its `check`) and a node that ends no vocabulary entry
 //! (as its value); a unit's `TERMINAL` bit is set exactly when its value is not `NONE`; bases stay
-//! below `TERMINAL` (that many units would be 16 GiB).
+//! below `TERMINAL` (that many units would be 16 GiB). A character's cached single token
+//! ([`WordPiece::single`]) is what `tokenize` gives that character as a word.
+
+use std::sync::atomic::{AtomicU32, Ordering};
 
 const NONE: u32 = u32::MAX;
 
@@ -315,6 +318,11 @@ pub(super) struct WordPiece {
     continuation: u32,
     unk: Option<u32>,
     max_chars: usize,
+    /// The token of each BMP character as a word of its own, plus one (0: not known yet), filled
+    /// as [`single`](WordPiece::single) meets them: punctuation and CJK ideographs are words of
+    /// one character, each of which took a trie walk. Memory bound: 2^16 `AtomicU32` (256 KiB,
+    /// pages touched only where characters are met).
+    singles: Box<[AtomicU32]>,
 }
 
 /// `bytes`' first 8 bytes as a big-endian integer, zero-padded: `prefix_key(a) < prefix_key(b)`
@@ -433,7 +441,8 @@ impl WordPiece {
         let trie = Trie::build(&bytes);
         let continuation = trie.walk(0, prefix.as_bytes());
         let unk = vocab.token_to_id(unk_token);
-        Ok((WordPiece { trie, continuation, unk, max_chars }, vocab))
+        let singles = (0..0x10000).map(|_| AtomicU32::new(0)).collect();
+        Ok((WordPiece { trie, continuation, unk, max_chars, singles }, vocab))
     }
 
     #[cfg(test)]
@@ -473,6 +482,36 @@ impl WordPiece {
         Ok(())
     }
 
+    /// The token of the one-character word `c` (as [`tokenize`](Self::tokenize) gives it), `None`
+    /// when that is not one token (no [UNK] in the vocabulary: the caller's `tokenize` reports
+    /// it). A pure function of `c`, so a value cached by any thread is the one this call would
+    /// compute.
+    #[inline(always)]
+    pub(super) fn single(&self, c: char) -> Option<u32> {
+        if let Some(slot) = self.singles.get(c as usize) {
+            let cached = slot.load(Ordering::Relaxed);
+            if cached != 0 {
+                return Some(cached - 1);
+            }
+        }
+        self.single_uncached(c)
+    }
+
+    #[inline(never)]
+    fn single_uncached(&self, c: char) -> Option<u32> {
+        let mut buf = [0u8; 4];
+        let mut tokens = OneToken::default();
+        self.tokenize(c.encode_utf8(&mut buf).as_bytes(), 1, &mut tokens).ok()?;
+        let id = match tokens {
+            OneToken { count: 1, id } => id,
+            _ => return None,
+        };
+        if let (Some(slot), Some(value)) = (self.singles.get(c as usize), id.checked_add(1)) {
+            slot.store(value, Ordering::Relaxed);
+        }
+        Some(id)
+    }
+
     /// Greedy split after the first piece `(length, id)`, written to `out` as found; `false`
     /// when some position matches no entry (the caller then undoes what was written). Written
     /// straight out instead of collected first: the collection's array, zeroed per split word,
@@ -490,6 +529,26 @@ impl WordPiece {
             start += len;
         }
         true
+    }
+}
+
+/// The tokens of a word counted, the last one's id kept ([`WordPiece::single`]).
+#[derive(Default)]
+struct OneToken {
+    count: usize,
+    id: u32,
+}
+
+impl Pieces for OneToken {
+    fn piece(&mut self, id: u32, _start: usize, _end: usize) {
+        self.count += 1;
+        self.id = id;
+    }
+    fn written(&self) -> usize {
+        self.count
+    }
+    fn undo(&mut self, mark: usize) {
+        self.count = mark;
     }
 }
 
