@@ -292,7 +292,10 @@ impl WordPieceEngine {
                     last_ccc = 0;
                 }
                 Kind::Punct(p) | Kind::Cjk(p) => {
-                    self.flush(&mut word, text, base, out, scratch)?;
+                    // In Chinese text the character before is most often one of these too.
+                    if word != Word::None {
+                        self.flush(&mut word, text, base, out, scratch)?;
+                    }
                     self.emit_char(p, range, out)?;
                     last_ccc = 0;
                 }
