@@ -50,12 +50,92 @@ pub(crate) fn merge_scan(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u3
 
 /// [`merge_scan`] for windows of about [`SCAN_LIMIT`] symbols (the long-word pass of
 /// `engine/backtrack.rs`): the minimum is found over all [`SCAN_LIMIT`] slots at once, a
-/// reduction and a comparison mask that the compiler turns into vector code, instead of the
-/// branchy scan of the live prefix, which costs about 300 instructions per merge on a full
-/// window and which short words (the common case, a few symbols) keep.
+/// reduction that the compiler turns into vector code, instead of the branchy scan of the live
+/// prefix, which costs about 300 instructions per merge on a full window and which short words
+/// (the common case, a few symbols) keep. Where the ranks allow it ([`KEY_RANKS`]), each slot's
+/// candidate is one key that holds its slot too ([`window`]), so the minimum is the merge.
 #[inline(always)]
 pub(crate) fn merge_window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
-    scan::<true>(merges, symbols, emit);
+    if merges.count() < KEY_RANKS {
+        window(merges, symbols, emit);
+    } else {
+        scan::<true>(merges, symbols, emit);
+    }
+}
+
+/// Ranks below this fit [`window`]'s keys: `rank << 5 | slot` below `i32::MAX` ([`NO_KEY`]).
+const KEY_RANKS: usize = (1 << 26) - 1;
+
+/// [`window`]'s key of a slot without a candidate pair: above every real key.
+const NO_KEY: i32 = i32::MAX;
+
+/// The stack merge of [`merge_window`] with keys `rank << 5 | slot` (`i32`, [`NO_KEY`] where the
+/// slot's symbol is dead or has no merge with the next one): the lowest key is the lowest rank,
+/// and among equal ranks the lowest slot, which is the leftmost pair since live symbols keep
+/// their slots' order; its slot is its low 5 bits. This replaces the search for the first slot
+/// that holds the minimum rank (about half the window read again per merge), and signed lanes
+/// take SSE2's compare where unsigned ones needed a sign flip per lane. Every rank must be below
+/// [`KEY_RANKS`].
+#[inline(always)]
+fn window(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
+    const _: () = assert!(SCAN_LIMIT <= 32);
+    let n = symbols.len().min(SCAN_LIMIT);
+    if n == 0 {
+        return;
+    }
+    let key = |(rank, merged): (u32, u32), slot: usize| {
+        (if rank == NO_RANK { NO_KEY } else { (rank << 5 | slot as u32) as i32 }, merged)
+    };
+    let mut ids = [0u32; SCAN_LIMIT];
+    let mut keys = [NO_KEY; SCAN_LIMIT];
+    // The id each candidate pair merges into, read with its rank (one table slot).
+    let mut merged = [0u32; SCAN_LIMIT];
+    let mut next = [0u8; SCAN_LIMIT];
+    let mut prev = [0u8; SCAN_LIMIT];
+    for (i, &id) in symbols[..n].iter().enumerate() {
+        ids[i] = id;
+        next[i] = (i + 1) as u8;
+        prev[i] = i.wrapping_sub(1) as u8;
+    }
+    for i in 0..n - 1 {
+        (keys[i], merged[i]) = key(merges.get(ids[i], ids[i + 1]), i);
+    }
+    let end = n as u8;
+    loop {
+        // Slots past `n` hold NO_KEY like dead symbols.
+        let mut lanes = [NO_KEY; 8];
+        for chunk in keys.chunks_exact(8) {
+            for (m, &k) in lanes.iter_mut().zip(chunk) {
+                *m = (*m).min(k);
+            }
+        }
+        let best = lanes.iter().fold(NO_KEY, |m, &k| m.min(k));
+        if best == NO_KEY {
+            break;
+        }
+        let at = (best & 31) as usize;
+        let right = usize::from(next[at]);
+        ids[at] = merged[at];
+        keys[right] = NO_KEY;
+        let after = next[right];
+        next[at] = after;
+        if after != end {
+            prev[usize::from(after)] = at as u8;
+            (keys[at], merged[at]) = key(merges.get(ids[at], ids[usize::from(after)]), at);
+        } else {
+            keys[at] = NO_KEY;
+        }
+        if at > 0 {
+            let before = usize::from(prev[at]);
+            (keys[before], merged[before]) = key(merges.get(ids[before], ids[at]), before);
+        }
+    }
+    let mut i = 0;
+    while i != n {
+        let after = usize::from(next[i]);
+        emit(ids[i], after - 1);
+        i = after;
+    }
 }
 
 /// The stack merge of [`merge_scan`] and [`merge_window`]; `WIDE` picks the minimum's search.
@@ -222,6 +302,10 @@ mod tests {
             let mut window = Vec::new();
             merge_window(&merges, &symbols, |id, last| window.push((id, last)));
             assert_eq!(scan, window, "{symbols:?}");
+            // The rank-only window, for tables whose ranks do not fit the keys.
+            let mut wide = Vec::new();
+            super::scan::<true>(&merges, &symbols, |id, last| wide.push((id, last)));
+            assert_eq!(scan, wide, "{symbols:?}");
             // Every symbol is covered once, in order.
             assert_eq!(scan.last().map(|&(_, last)| last), Some(len - 1));
         }

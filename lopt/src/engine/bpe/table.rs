@@ -343,6 +343,12 @@ impl MergeMap {
         }
     }
 
+    /// The number of merges: every rank is below it.
+    #[inline(always)]
+    pub(crate) fn count(&self) -> usize {
+        self.merged.len()
+    }
+
     /// The id a merge of rank `rank` (a rank this map returned) produces.
     #[inline(always)]
     pub(crate) fn merged(&self, rank: u32) -> u32 {
