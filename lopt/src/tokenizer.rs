@@ -676,34 +676,20 @@ impl Tokenizer {
         vocab: &Arc<Vocab>,
     ) -> Result<Encoding> {
         let _call = trace::span("call", text.len());
-        let planning = trace::span("plan", 0);
-        let cuts = self.cut_points(text);
-        drop(planning);
-        if cuts.is_empty() {
+        let Some(planned) = self.planned(text, true) else {
             // A short text is encoded and finished on the calling thread (see `encode_plain`).
             let segment = self.encode_range(text, &(0..text.len()))?;
             return self.finisher.finish(&[0], vec![segment], settings, Some(&*self.pool));
-        }
-        let starts = starts(cuts);
-        let ranges = ranges(&starts, text.len());
-        let rows = text.len().saturating_add(ROOM_FOR_SPECIALS);
-        let lent = std::sync::Mutex::new(Some(crate::engine::out::Columns::with_capacity(rows, true)));
+        };
         // Copy jobs small enough that idle threads share a long segment's copy, large enough
         // that each costs far more than handing it out (about 4 bytes a token).
         let piece = (text.len() / 4).div_ceil(self.threads.max(1) * 4).max(16 * 1024);
-        let gather = Gather::new(&starts, layout, piece);
+        let gather = Gather::new(&planned.starts, layout, piece);
         let pooled = trace::span("encode", 0);
         self.pool.install(|| {
-            ranges.par_iter().enumerate().try_for_each(|(k, r)| -> Result<()> {
+            planned.ranges.par_iter().enumerate().try_for_each(|(k, r)| -> Result<()> {
                 gather.start(k);
-                let segment = {
-                    let _segment = trace::span("segment", r.len());
-                    let columns = if k == 0 { lent.lock().ok().and_then(|mut c| c.take()) } else { None };
-                    match columns {
-                        Some(columns) => crate::engine::out::lending(columns, || self.encode_range(text, r))?,
-                        None => self.encode_range(text, r)?,
-                    }
-                };
+                let segment = planned.encode(r, || self.encode_range(text, r))?;
                 gather.arrive(k, segment);
                 Ok(())
             })?;
@@ -733,30 +719,15 @@ impl Tokenizer {
         finish: impl FnOnce(&[usize], Vec<P>) -> Result<T> + Send,
     ) -> Result<T> {
         let _call = trace::span("call", text.len());
-        let planning = trace::span("plan", 0);
-        let cuts = self.cut_points(text);
-        drop(planning);
-        if cuts.is_empty() {
+        let Some(planned) = self.planned(text, full) else {
             // A short text is encoded and finished on the calling thread: waking a pool thread
             // and waiting for it costs more than encoding a few kilobytes.
             let segment = encode(text, &(0..text.len()))?;
             return finish(&[0], vec![segment]);
-        }
-        let starts = starts(cuts);
-        let ranges = ranges(&starts, text.len());
-        let lent = self.lends_columns().then(|| {
-            let rows = text.len().saturating_add(ROOM_FOR_SPECIALS);
-            std::sync::Mutex::new(Some(crate::engine::out::Columns::with_capacity(rows, full)))
-        });
-        let pooled = trace::span("encode", 0);
-        let encode = |r: &std::ops::Range<usize>| {
-            let _segment = trace::span("segment", r.len());
-            let columns = lent.as_ref().filter(|_| r.start == 0).and_then(|m| m.lock().ok().and_then(|mut c| c.take()));
-            match columns {
-                Some(columns) => crate::engine::out::lending(columns, || encode(text, r)),
-                None => encode(text, r),
-            }
         };
+        let Planned { starts, ranges, .. } = &planned;
+        let pooled = trace::span("encode", 0);
+        let encode = |r: &std::ops::Range<usize>| planned.encode(r, || encode(text, r));
         let tree = || self.pool.install(|| ranges.par_iter().map(&encode).collect::<Result<Vec<_>>>());
         // The other schedules are a trace build's experiment; other builds carry only the tree.
         #[cfg(feature = "trace")]
@@ -770,7 +741,28 @@ impl Tokenizer {
         // Finished on the calling thread, so that the output is allocated there (`finish` runs
         // its own parallel part on the pool: `assemble_parts`).
         let _finish = trace::span("finish", 0);
-        finish(&starts, segments)
+        finish(starts, segments)
+    }
+
+    /// The plan of an uncached encode of `text` (the prologue of [`encode_plain`](Self::encode_plain)
+    /// and [`encode_gathered`](Self::encode_gathered)): its segments, and, when the engine writes
+    /// through `engine::out::Out`, columns for the first one allocated here, on the calling
+    /// thread, with room for the whole text's tokens (every column, or ids only without `full`);
+    /// `None` for a text too short to cut, encoded whole.
+    fn planned(&self, text: &str, full: bool) -> Option<Planned> {
+        let planning = trace::span("plan", 0);
+        let cuts = self.cut_points(text);
+        drop(planning);
+        if cuts.is_empty() {
+            return None;
+        }
+        let starts = starts(cuts);
+        let ranges = ranges(&starts, text.len());
+        let lent = self.lends_columns().then(|| {
+            let rows = text.len().saturating_add(ROOM_FOR_SPECIALS);
+            std::sync::Mutex::new(Some(crate::engine::out::Columns::with_capacity(rows, full)))
+        });
+        Some(Planned { starts, ranges, lent })
     }
 
     /// The segments `ranges` encoded with `encode` under a trace build's other schedules
@@ -1162,6 +1154,29 @@ const ROOM_FOR_SPECIALS: usize = 64;
 fn starts(mut cuts: Vec<usize>) -> Vec<usize> {
     cuts.insert(0, 0);
     cuts
+}
+
+/// An uncached encode's segments ([`Tokenizer::planned`]): segment `k` is `text[ranges[k]]`,
+/// starting at `starts[k]`; `lent` holds the columns lent to the first segment's engine call
+/// until that call takes them.
+struct Planned {
+    starts: Vec<usize>,
+    ranges: Vec<std::ops::Range<usize>>,
+    lent: Option<std::sync::Mutex<Option<crate::engine::out::Columns>>>,
+}
+
+impl Planned {
+    /// Runs `encode`, the engine's call for the segment `range`, in a `segment` trace span, with
+    /// the lent columns when `range` is the first segment.
+    fn encode<P>(&self, range: &std::ops::Range<usize>, encode: impl FnOnce() -> Result<P>) -> Result<P> {
+        let _segment = trace::span("segment", range.len());
+        let columns =
+            self.lent.as_ref().filter(|_| range.start == 0).and_then(|m| m.lock().ok().and_then(|mut c| c.take()));
+        match columns {
+            Some(columns) => crate::engine::out::lending(columns, encode),
+            None => encode(),
+        }
+    }
 }
 
 /// The native engine for a tokenizer: byte-level BPE, else SentencePiece-style BPE, else WordPiece;
