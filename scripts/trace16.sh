@@ -34,7 +34,7 @@ one() {  # one() NAME ENV... -- SCALE ARGS: one scale run into $OUT/NAME.txt, un
     echo "$name rc=$? t=${SECONDS}s $(grep -m1 speedup "$OUT/$name.txt")"
     {
         echo "== $name"
-        grep -E "^\| [0-9]+ \||speedup|^\| (wall|serial|  |wake|segment|imbalance|join|return|drop)|^busy|^segment time|^pool threads|^exact|^MISMATCH" "$OUT/$name.txt"
+        grep -E "^\| [0-9]+ \||speedup|^\| (wall|serial|  |wake|segment|imbalance|join|return|drop)|^busy|^segment (time|CPU)|^minor faults|^pool threads|^exact|^MISMATCH" "$OUT/$name.txt"
     } >> "$OUT/summary.txt"
 }
 

@@ -21,6 +21,16 @@
 //! the documents: `wake` (first / last segment start after entering the pool), `imbalance` (last
 //! segment end - median segment end), `join` (last segment end to the caller's return), serial
 //! before and after the pool, and `busy` (segment time / (threads x pool time)).
+//!
+//! Each span also carries its thread's CPU time and minor page faults (`lopt::trace::Event`):
+//! a `segcpu` line per call gives each segment's CPU ms and faults, `job` lines each copy piece
+//! and each thread's help loop (which thread copied what, when), and the summary compares the
+//! segments' CPU summed with the 1-thread call's CPU on its thread, a figure that a loaded
+//! machine's preemptions do not inflate (they do inflate wall times). `--blocks` times every
+//! document on one thread first and then on N (no alternation), `--warm` encodes each document
+//! once untimed before its timed call (pre-token caches warm with its words), and
+//! `--chunk-size` with `--threads 1` cuts the text for one pool thread (the cut and the copy
+//! without a second core or a second cache).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -56,6 +66,14 @@ struct Args {
     /// Print where each call's time goes (needs a build with `--features trace`).
     #[arg(long)]
     trace: bool,
+    /// Encode every document by the 1-thread tokenizer first, then by the other (default: the
+    /// two alternate, so each call finds the cores' caches filled by the other tokenizer).
+    #[arg(long)]
+    blocks: bool,
+    /// Encode each document once untimed before its timed call (pre-token caches warm with its
+    /// words: tells a cold per-thread cache apart from other costs of the parallel call).
+    #[arg(long)]
+    warm: bool,
     /// Milliseconds to wait after loading (the threads that free the parsed files finish; a
     /// profiler started with a delay skips the load).
     #[arg(long, default_value_t = 300)]
@@ -95,16 +113,18 @@ fn main() -> anyhow::Result<()> {
         bail!("{} has fewer than 2 documents", args.corpus.display());
     }
     let path = lopt_tests::fixture(&args.tokenizer).unwrap_or_else(|| PathBuf::from(&args.tokenizer));
-    let load = |threads| {
+    // The chunk size applies to the second tokenizer only (also at `--threads 1`: one pool
+    // thread then encodes the segments one after another, with one pre-token cache).
+    let load = |threads, chunked: bool| {
         let builder = TokenizerBuilder::new().threads(threads).seed_cache(SeedCache::Sync);
         match args.chunk_size {
-            Some(bytes) if threads > 1 => builder.chunk_size(bytes),
+            Some(bytes) if chunked => builder.chunk_size(bytes),
             _ => builder,
         }
         .build_from_file(&path)
         .with_context(|| format!("loading {}", path.display()))
     };
-    let tokenizers = [load(1)?, load(args.threads)?];
+    let tokenizers = [load(1, false)?, load(args.threads, true)?];
     eprintln!("loaded {:.2} s after start", begun.elapsed().as_secs_f64());
     std::thread::sleep(std::time::Duration::from_millis(args.settle_ms));
     // Seconds that dropping the result took (inside the timed call), and with `--trace` a hash
@@ -147,34 +167,56 @@ fn main() -> anyhow::Result<()> {
     let mut rows: [Vec<(f64, f64, f64, f64)>; 2] = Default::default();
     let mut bytes = 0;
     let mut traces = Vec::new();
+    // With `--trace`: the 1-thread calls' CPU time on the calling thread (ms).
+    let mut one_cpu = Vec::new();
+    let mut one_faults = Vec::new();
     let mut mismatches = 0;
-    for (i, doc) in docs[1..].iter().enumerate() {
-        bytes += doc.len();
-        let mut hashes = [0; 2];
-        for j in 0..2 {
-            let k = (i + j) % 2;
-            lopt::trace::take();
-            let (cpu0, wait0) = schedstat();
-            let faults0 = minor_faults();
-            let start = Instant::now();
-            let (dropped, hash, checking) = encode(k, doc)?;
-            let wall = start.elapsed().as_secs_f64() - checking;
-            let faults1 = minor_faults();
-            let (cpu1, wait1) = schedstat();
-            rows[k].push((
-                wall,
-                (cpu1 - cpu0) as f64 * 1e-9 - checking,
-                (wait1 - wait0) as f64 * 1e-9,
-                (faults1 - faults0) as f64,
-            ));
-            hashes[k] = hash;
-            if args.trace && k == 1 {
-                let call = CallTrace::of(&lopt::trace::take(), wall, dropped, tokenizers[1].threads());
-                call.print(i);
-                traces.push(call);
+    // The calls in order: each document by both tokenizers in turn (alternating which goes
+    // first), or with `--blocks` every document by the 1-thread tokenizer, then by the other.
+    let n = docs.len() - 1;
+    let calls: Vec<(usize, usize)> = if args.blocks {
+        (0..2).flat_map(|k| (0..n).map(move |i| (i, k))).collect()
+    } else {
+        (0..n).flat_map(|i| (0..2).map(move |j| (i, (i + j) % 2))).collect()
+    };
+    let mut hashes = vec![[0u64; 2]; n];
+    for (i, k) in calls {
+        let doc = &docs[i + 1];
+        if k == 0 {
+            bytes += doc.len();
+        }
+        if args.warm {
+            encode(k, doc)?;
+        }
+        lopt::trace::take();
+        let (cpu0, wait0) = schedstat();
+        let faults0 = minor_faults();
+        let start = Instant::now();
+        let (dropped, hash, checking) = encode(k, doc)?;
+        let wall = start.elapsed().as_secs_f64() - checking;
+        let faults1 = minor_faults();
+        let (cpu1, wait1) = schedstat();
+        rows[k].push((
+            wall,
+            (cpu1 - cpu0) as f64 * 1e-9 - checking,
+            (wait1 - wait0) as f64 * 1e-9,
+            (faults1 - faults0) as f64,
+        ));
+        hashes[i][k] = hash;
+        if args.trace && k == 1 {
+            let call = CallTrace::of(&lopt::trace::take(), wall, dropped, tokenizers[1].threads());
+            call.print(i);
+            traces.push(call);
+        } else if args.trace {
+            let events = lopt::trace::take();
+            if let Some(call) = events.iter().find(|e| e.what == "call") {
+                one_cpu.push(call.cpu_ns as f64 * 1e-6);
+                one_faults.push(call.faults as f64);
             }
         }
-        if hashes[0] != hashes[1] {
+    }
+    for (i, pair) in hashes.iter().enumerate() {
+        if pair[0] != pair[1] {
             mismatches += 1;
             println!("MISMATCH doc={i}: the {}-thread encoding differs from the 1-thread one", args.threads);
         }
@@ -212,10 +254,20 @@ fn main() -> anyhow::Result<()> {
     println!("speedup: median per document {:.2}x", median(&mut per_doc));
     if args.trace {
         let mut one: Vec<f64> = rows[0].iter().map(|r| r.0).collect();
-        print_trace_summary(&traces, tokenizers[1].threads(), median(&mut one) * 1e3);
+        print_trace_summary(&traces, tokenizers[1].threads(), median(&mut one) * 1e3, median(&mut one_cpu));
+        println!(
+            "minor faults per call, medians: 1-thread call {:.0}; segments summed {:.0}, the parallel call's caller {:.0}",
+            median(&mut one_faults),
+            median(&mut traces.iter().map(|c| c.segment_faults.iter().sum::<f64>()).collect::<Vec<_>>()),
+            median(&mut traces.iter().map(|c| c.call_faults).collect::<Vec<_>>())
+        );
     }
     Ok(())
 }
+
+/// A copy or help span of a call: what, pool thread, start after entering the pool (ms),
+/// duration (ms), tokens, minor faults.
+type Job = (&'static str, Option<usize>, f64, f64, usize, u64);
 
 /// Where one call's wall time went, from its spans (milliseconds; times relative to the start
 /// of the call's `call` span unless named otherwise).
@@ -228,6 +280,14 @@ struct CallTrace {
     before: f64,
     /// Segments as (pool thread, start after entering the pool, duration, bytes).
     segments: Vec<(Option<usize>, f64, f64, usize)>,
+    /// Each segment's CPU time on its thread (same order as `segments`).
+    segment_cpu: Vec<f64>,
+    /// Each segment's minor page faults on its thread (same order as `segments`).
+    segment_faults: Vec<f64>,
+    /// Minor page faults of the whole call on the calling thread.
+    call_faults: f64,
+    /// The copy and help spans.
+    jobs: Vec<Job>,
     /// The pool's part: entering it to getting all segments back.
     pooled: f64,
     /// Last segment end to the end of the pool's part (the caller's return from the pool, or,
@@ -258,6 +318,7 @@ impl CallTrace {
         let find = |what: &str| events.iter().find(|e| e.what == what);
         let mut call = CallTrace { wall: wall * 1e3, dropped: dropped * 1e3, ..Default::default() };
         let Some(whole) = find("call") else { return call };
+        call.call_faults = whole.faults as f64;
         let t0 = whole.start_ns;
         let span = |what: &str| find(what).map_or(0.0, |e| ms(e.end_ns.saturating_sub(e.start_ns)));
         call.plan = span("plan");
@@ -276,6 +337,16 @@ impl CallTrace {
             call.segments = segments
                 .iter()
                 .map(|e| (e.thread, ms(e.start_ns.saturating_sub(pooled.start_ns)), ms(e.end_ns - e.start_ns), e.size))
+                .collect();
+            call.segment_cpu = segments.iter().map(|e| ms(e.cpu_ns)).collect();
+            call.segment_faults = segments.iter().map(|e| e.faults as f64).collect();
+            call.jobs = events
+                .iter()
+                .filter(|e| e.what == "copy" || e.what == "help")
+                .map(|e| {
+                    let start = ms(e.start_ns.saturating_sub(pooled.start_ns));
+                    (e.what, e.thread, start, ms(e.end_ns - e.start_ns), e.size, e.faults)
+                })
                 .collect();
             let last_end = segments.iter().map(|e| e.end_ns).max().unwrap_or(pooled.end_ns);
             call.join = ms(pooled.end_ns.saturating_sub(last_end));
@@ -350,11 +421,25 @@ impl CallTrace {
             let thread = thread.map_or("caller".to_owned(), |t| t.to_string());
             println!("seg doc={doc} thread={thread} start={start:.3} dur={duration:.3} bytes={bytes}");
         }
+        let cpu: Vec<String> = self.segment_cpu.iter().map(|c| format!("{c:.3}")).collect();
+        for (what, thread, start, duration, size, faults) in &self.jobs {
+            let thread = thread.map_or("caller".to_owned(), |t| t.to_string());
+            println!(
+                "job doc={doc} {what} thread={thread} start={start:.3} dur={duration:.3} tokens={size} faults={faults}"
+            );
+        }
+        let faults: Vec<String> = self.segment_faults.iter().map(|f| format!("{f:.0}")).collect();
+        println!(
+            "segcpu doc={doc} {} faults {} caller_faults {:.0}",
+            cpu.join(" "),
+            faults.join(" "),
+            self.call_faults
+        );
     }
 }
 
 /// Medians over the documents of where the calls' time went, in ms and as a share of the wall.
-fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64) {
+fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64, one_thread_cpu_ms: f64) {
     let med = |f: &dyn Fn(&CallTrace) -> f64| median(&mut calls.iter().map(f).collect::<Vec<_>>());
     let wall = med(&|c| c.wall);
     let pct = |v: f64| if wall > 0.0 { 100.0 * v / wall } else { 0.0 };
@@ -395,6 +480,20 @@ fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64) 
     let inflation = med(&|c| c.segments.iter().map(|s| s.2).sum::<f64>()) / one_thread_ms.max(1e-9);
     println!("busy (segment time / threads x pool time): {busy:.2}");
     println!("segment time summed / 1-thread wall: {inflation:.2}");
+    let cpu_sum = med(&|c| c.segment_cpu.iter().sum::<f64>());
+    let on_core = med(&|c| {
+        let wall: f64 = c.segments.iter().map(|s| s.2).sum();
+        if wall > 0.0 {
+            c.segment_cpu.iter().sum::<f64>() / wall
+        } else {
+            0.0
+        }
+    });
+    println!(
+        "segment CPU summed / 1-thread call CPU (caller's thread): {cpu_sum:.3} / {one_thread_cpu_ms:.3} ms = {:.3}; segments on a core {:.1} % of their wall",
+        cpu_sum / one_thread_cpu_ms.max(1e-9),
+        100.0 * on_core
+    );
     let spread = med(&|c| c.spread().0 as f64);
     let most = med(&|c| c.spread().1 as f64);
     println!("pool threads used {spread:.0}, most segments on one thread {most:.0}");
