@@ -63,19 +63,31 @@ pub(crate) fn merge_window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(
     }
 }
 
-/// Ranks below this fit [`window`]'s keys: `rank << 5 | slot` below `i32::MAX` ([`NO_KEY`]).
-const KEY_RANKS: usize = (1 << 26) - 1;
+/// Ranks below this fit [`window`]'s keys: `rank << 5 | slot` below `0xffff_ffe0` ([`NONE`]).
+const KEY_RANKS: usize = (1 << 27) - 1;
 
-/// [`window`]'s key of a slot without a candidate pair: above every real key.
-const NO_KEY: i32 = i32::MAX;
+/// [`window`]'s key of a dead slot: above every key.
+const DEAD: i32 = i32::MAX;
 
-/// The stack merge of [`merge_window`] with keys `rank << 5 | slot` (`i32`, [`NO_KEY`] where the
-/// slot's symbol is dead or has no merge with the next one): the lowest key is the lowest rank,
-/// and among equal ranks the lowest slot, which is the leftmost pair since live symbols keep
-/// their slots' order; its slot is its low 5 bits. This replaces the search for the first slot
-/// that holds the minimum rank (about half the window read again per merge), and signed lanes
-/// take SSE2's compare where unsigned ones needed a sign flip per lane. Every rank must be below
-/// [`KEY_RANKS`].
+/// [`window`]'s keys from this one up stand for no candidate pair: [`key`] of [`NO_RANK`].
+const NONE: i32 = (0xffff_ffe0u32 ^ 0x8000_0000) as i32;
+
+/// [`window`]'s key of the pair at `slot` merging with `rank`: `rank << 5 | slot` with its top
+/// bit flipped, so that signed order is the unsigned order of `rank << 5 | slot` (the vector
+/// minimum SSE2 has is signed); [`NO_RANK`] makes a key of at least [`NONE`], every real rank
+/// (below [`KEY_RANKS`]) one below it. No branch: a window with few merges (runs of spaces on
+/// GPT-2) is mostly this set-up.
+#[inline(always)]
+fn key(rank: u32, slot: usize) -> i32 {
+    ((rank << 5 | slot as u32) ^ 0x8000_0000) as i32
+}
+
+/// The stack merge of [`merge_window`] with keys ([`key`]; [`DEAD`] for dead symbols and slots
+/// past the window): the lowest key is the lowest rank, and among equal ranks the lowest slot,
+/// which is the leftmost pair since live symbols keep their slots' order; its slot is its low 5
+/// bits. This replaces the search for the first slot that holds the minimum rank (about half
+/// the window read again per merge), and signed lanes take SSE2's compare where unsigned ones
+/// needed a sign flip per lane. Every rank must be below [`KEY_RANKS`].
 #[inline(always)]
 fn window(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
     const _: () = assert!(SCAN_LIMIT <= 32);
@@ -83,11 +95,8 @@ fn window(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) 
     if n == 0 {
         return;
     }
-    let key = |(rank, merged): (u32, u32), slot: usize| {
-        (if rank == NO_RANK { NO_KEY } else { (rank << 5 | slot as u32) as i32 }, merged)
-    };
     let mut ids = [0u32; SCAN_LIMIT];
-    let mut keys = [NO_KEY; SCAN_LIMIT];
+    let mut keys = [DEAD; SCAN_LIMIT];
     // The id each candidate pair merges into, read with its rank (one table slot).
     let mut merged = [0u32; SCAN_LIMIT];
     let mut next = [0u8; SCAN_LIMIT];
@@ -98,36 +107,42 @@ fn window(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) 
         prev[i] = i.wrapping_sub(1) as u8;
     }
     for i in 0..n - 1 {
-        (keys[i], merged[i]) = key(merges.get(ids[i], ids[i + 1]), i);
+        let rank;
+        (rank, merged[i]) = merges.get(ids[i], ids[i + 1]);
+        keys[i] = key(rank, i);
     }
     let end = n as u8;
     loop {
-        // Slots past `n` hold NO_KEY like dead symbols.
-        let mut lanes = [NO_KEY; 8];
+        // Slots past `n` are dead.
+        let mut lanes = [DEAD; 8];
         for chunk in keys.chunks_exact(8) {
             for (m, &k) in lanes.iter_mut().zip(chunk) {
                 *m = (*m).min(k);
             }
         }
-        let best = lanes.iter().fold(NO_KEY, |m, &k| m.min(k));
-        if best == NO_KEY {
+        let best = lanes.iter().fold(DEAD, |m, &k| m.min(k));
+        if best >= NONE {
             break;
         }
         let at = (best & 31) as usize;
         let right = usize::from(next[at]);
         ids[at] = merged[at];
-        keys[right] = NO_KEY;
+        keys[right] = DEAD;
         let after = next[right];
         next[at] = after;
         if after != end {
             prev[usize::from(after)] = at as u8;
-            (keys[at], merged[at]) = key(merges.get(ids[at], ids[usize::from(after)]), at);
+            let rank;
+            (rank, merged[at]) = merges.get(ids[at], ids[usize::from(after)]);
+            keys[at] = key(rank, at);
         } else {
-            keys[at] = NO_KEY;
+            keys[at] = DEAD;
         }
         if at > 0 {
             let before = usize::from(prev[at]);
-            (keys[before], merged[before]) = key(merges.get(ids[before], ids[at]), before);
+            let rank;
+            (rank, merged[before]) = merges.get(ids[before], ids[at]);
+            keys[before] = key(rank, before);
         }
     }
     let mut i = 0;
