@@ -261,7 +261,10 @@ impl WordPieceEngine {
                         continue;
                     }
                     Kind::Space => {
-                        self.flush(&mut word, text, base, out, scratch)?;
+                        // After a punctuation mark, and in a run of spaces, there is no word.
+                        if word != Word::None {
+                            self.flush(&mut word, text, base, out, scratch)?;
+                        }
                         last_ccc = 0;
                         i += 1;
                         continue;
