@@ -270,7 +270,10 @@ impl WordPieceEngine {
                         continue;
                     }
                     Kind::Punct(p) if p.is_ascii() => {
-                        self.flush(&mut word, text, base, out, scratch)?;
+                        // After a space or another mark there is no word (code: `(`, `),`).
+                        if word != Word::None {
+                            self.flush(&mut word, text, base, out, scratch)?;
+                        }
                         self.emit_char(p, (base + i, base + i + 1), out)?;
                         last_ccc = 0;
                         i += 1;
