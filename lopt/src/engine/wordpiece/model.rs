@@ -321,7 +321,7 @@ pub(super) struct WordPiece {
     /// The token of each BMP character as a word of its own, plus one (0: not known yet), filled
     /// as [`single`](WordPiece::single) meets them: punctuation and CJK ideographs are words of
     /// one character, each of which took a trie walk. Memory bound: 2^16 `AtomicU32` (256 KiB,
-    /// pages touched only where characters are met).
+    /// allocated and zeroed with the model).
     singles: Box<[AtomicU32]>,
 }
 
