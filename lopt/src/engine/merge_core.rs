@@ -45,21 +45,22 @@ pub(crate) fn merge(merges: &MergeMap, symbols: &[u32], scratch: &mut Scratch, e
 /// merge (no heap, no shifting).
 #[inline(always)]
 pub(crate) fn merge_scan(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
-    scan::<false>(merges, symbols, emit);
+    scan(merges, symbols, emit);
 }
 
 /// [`merge_scan`] for windows of about [`SCAN_LIMIT`] symbols (the long-word pass of
-/// `engine/backtrack.rs`): the minimum is found over all [`SCAN_LIMIT`] slots at once, a
-/// reduction that the compiler turns into vector code, instead of the branchy scan of the live
-/// prefix, which costs about 300 instructions per merge on a full window and which short words
-/// (the common case, a few symbols) keep. Where the ranks allow it ([`KEY_RANKS`]), each slot's
-/// candidate is one key that holds its slot too ([`window`]), so the minimum is the merge.
+/// `engine/backtrack.rs`): each slot's candidate is one key that holds its slot too
+/// ([`window`]), and the minimum key, found over all [`SCAN_LIMIT`] slots at once by a reduction
+/// that the compiler turns into vector code, is the merge; the branchy scan of the live prefix
+/// costs about 300 instructions per merge on a full window, and short words (the common case, a
+/// few symbols) keep it. Tables whose ranks do not fit the keys ([`KEY_RANKS`] merges or more,
+/// far beyond any real vocabulary) take that scan.
 #[inline(always)]
 pub(crate) fn merge_window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
     if merges.count() < KEY_RANKS {
         window(merges, symbols, emit);
     } else {
-        scan::<true>(merges, symbols, emit);
+        scan(merges, symbols, emit);
     }
 }
 
@@ -153,9 +154,9 @@ fn window(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) 
     }
 }
 
-/// The stack merge of [`merge_scan`] and [`merge_window`]; `WIDE` picks the minimum's search.
+/// The stack merge of [`merge_scan`] (and of [`merge_window`] for tables beyond [`KEY_RANKS`]).
 #[inline(always)]
-fn scan<const WIDE: bool>(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
+fn scan(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
     let n = symbols.len().min(SCAN_LIMIT);
     if n == 0 {
         return;
@@ -178,25 +179,12 @@ fn scan<const WIDE: bool>(merges: &MergeMap, symbols: &[u32], mut emit: impl FnM
     loop {
         let mut best = NO_RANK;
         let mut at = 0;
-        if WIDE {
-            // Slots past `n` hold NO_RANK like dead symbols; the lowest set bit of the mask is
-            // the leftmost of equal ranks.
-            let mut lanes = [NO_RANK; 8];
-            for chunk in ranks.chunks_exact(8) {
-                for (m, &r) in lanes.iter_mut().zip(chunk) {
-                    *m = (*m).min(r);
-                }
-            }
-            best = lanes.iter().fold(NO_RANK, |m, &r| m.min(r));
-            at = ranks.iter().position(|&r| r == best).unwrap_or(0);
-        } else {
-            // Dead symbols and the last one hold NO_RANK; strictly lower keeps the leftmost of
-            // equal ranks.
-            for (k, &r) in ranks[..n].iter().enumerate() {
-                if r < best {
-                    best = r;
-                    at = k;
-                }
+        // Dead symbols and the last one hold NO_RANK; strictly lower keeps the leftmost of equal
+        // ranks.
+        for (k, &r) in ranks[..n].iter().enumerate() {
+            if r < best {
+                best = r;
+                at = k;
             }
         }
         if best == NO_RANK {
@@ -317,10 +305,6 @@ mod tests {
             let mut window = Vec::new();
             merge_window(&merges, &symbols, |id, last| window.push((id, last)));
             assert_eq!(scan, window, "{symbols:?}");
-            // The rank-only window, for tables whose ranks do not fit the keys.
-            let mut wide = Vec::new();
-            super::scan::<true>(&merges, &symbols, |id, last| wide.push((id, last)));
-            assert_eq!(scan, wide, "{symbols:?}");
             // Every symbol is covered once, in order.
             assert_eq!(scan.last().map(|&(_, last)| last), Some(len - 1));
         }
