@@ -1044,6 +1044,31 @@ mod tests {
         s
     }
 
+    /// Runs `check` on every layout the multi-segment tests try (no, one or two specials in
+    /// front, none or one after, no trimming or trimming with and without a prefix space; type
+    /// id 2), each with and without token strings, with the case's label.
+    fn each_layout(spaces: &[(u16, u16)], mut check: impl FnMut(&Layout<'_>, bool, &str)) {
+        for prefix in [&[][..], &[(4, 0)][..], &[(4, 0), (4, 1)][..]] {
+            for suffix in [&[][..], &[(4, 1)][..]] {
+                for trim in [None, Some(true), Some(false)] {
+                    for strings in [false, true] {
+                        let layout = Layout {
+                            prefix,
+                            suffix,
+                            type_id: 2,
+                            trim: trim.map(|add_prefix_space| Trim {
+                                spaces,
+                                add_prefix_space,
+                                first_is_index_zero: prefix.is_empty(),
+                            }),
+                        };
+                        check(&layout, strings, &format!("{prefix:?} {suffix:?} {trim:?} {strings}"));
+                    }
+                }
+            }
+        }
+    }
+
     fn segments() -> Vec<Segment> {
         let a = Segment {
             ids: vec![1, 2],
@@ -1115,54 +1140,38 @@ mod tests {
         let all_starts = [0, 4, 8, 8];
         for room in [0, 64] {
             for which in 0..2 {
-                for prefix in [&[][..], &[(4, 0)][..], &[(4, 0), (4, 1)][..]] {
-                    for suffix in [&[][..], &[(4, 1)][..]] {
-                        for trim in [None, Some(true), Some(false)] {
-                            for strings in [false, true] {
-                                let layout = Layout {
-                                    prefix,
-                                    suffix,
-                                    type_id: 2,
-                                    trim: trim.map(|add_prefix_space| Trim {
-                                        spaces: &spaces,
-                                        add_prefix_space,
-                                        first_is_index_zero: prefix.is_empty(),
-                                    }),
-                                };
-                                let reference = text(which, 0, strings);
-                                let starts = &all_starts[..reference.len()];
-                                let mut words_before = 0;
-                                let parts: Vec<Part<'_>> = reference
-                                    .iter()
-                                    .zip(starts)
-                                    .flat_map(|(s, &start)| {
-                                        let part = Part::of(s, s.ids.len(), start, words_before);
-                                        words_before += s.words;
-                                        part.pieces(1)
-                                    })
-                                    .collect();
-                                let mut copied = assemble_parts(&parts, &layout, &vocab, None);
-                                if strings {
-                                    let mut all: Vec<String> =
-                                        prefix.iter().map(|&(id, _)| vocab.string(id).to_owned()).collect();
-                                    all.extend(reference.iter().flat_map(|s| s.tokens.iter().cloned()));
-                                    all.extend(suffix.iter().map(|&(id, _)| vocab.string(id).to_owned()));
-                                    copied.set_tokens(all);
-                                }
-                                for pool in [None, Some(&pool)] {
-                                    let segments = text(which, room, strings);
-                                    assert_eq!(room_in_first(&segments, &layout), room > 0);
-                                    let assembled = assemble(starts, segments, &layout, &vocab, pool);
-                                    let case = format!("{room} {which} {prefix:?} {suffix:?} {trim:?} {strings}");
-                                    assert_eq!(assembled, copied, "{case}");
-                                    assert_eq!(assembled.word_ids(), copied.word_ids(), "{case}");
-                                    assert_eq!(assembled.tokens(), copied.tokens(), "{case}");
-                                    assert_eq!(assembled.type_ids(), copied.type_ids(), "{case}");
-                                }
-                            }
-                        }
+                each_layout(&spaces, |layout, strings, case| {
+                    let reference = text(which, 0, strings);
+                    let starts = &all_starts[..reference.len()];
+                    let mut words_before = 0;
+                    let parts: Vec<Part<'_>> = reference
+                        .iter()
+                        .zip(starts)
+                        .flat_map(|(s, &start)| {
+                            let part = Part::of(s, s.ids.len(), start, words_before);
+                            words_before += s.words;
+                            part.pieces(1)
+                        })
+                        .collect();
+                    let mut copied = assemble_parts(&parts, layout, &vocab, None);
+                    if strings {
+                        let special = |&(id, _): &(u32, u32)| vocab.string(id).to_owned();
+                        let mut all: Vec<String> = layout.prefix.iter().map(special).collect();
+                        all.extend(reference.iter().flat_map(|s| s.tokens.iter().cloned()));
+                        all.extend(layout.suffix.iter().map(special));
+                        copied.set_tokens(all);
                     }
-                }
+                    for pool in [None, Some(&pool)] {
+                        let segments = text(which, room, strings);
+                        assert_eq!(room_in_first(&segments, layout), room > 0);
+                        let assembled = assemble(starts, segments, layout, &vocab, pool);
+                        let case = format!("{room} {which} {case}");
+                        assert_eq!(assembled, copied, "{case}");
+                        assert_eq!(assembled.word_ids(), copied.word_ids(), "{case}");
+                        assert_eq!(assembled.tokens(), copied.tokens(), "{case}");
+                        assert_eq!(assembled.type_ids(), copied.type_ids(), "{case}");
+                    }
+                });
             }
         }
     }
@@ -1190,55 +1199,37 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         // Rooms: none, two rows short of a prefix of two, the first two segments, every token.
         for room in [0, 3, 7, 64] {
-            for prefix in [&[][..], &[(4, 0)][..], &[(4, 0), (4, 1)][..]] {
-                for suffix in [&[][..], &[(4, 1)][..]] {
-                    for trim in [None, Some(true), Some(false)] {
-                        for strings in [false, true] {
-                            let layout = Layout {
-                                prefix,
-                                suffix,
-                                type_id: 2,
-                                trim: trim.map(|add_prefix_space| Trim {
-                                    spaces: &spaces,
-                                    add_prefix_space,
-                                    first_is_index_zero: prefix.is_empty(),
-                                }),
-                            };
-                            let expected = assemble(&starts, text(0, strings), &layout, &vocab, None);
-                            let case = format!("{room} {prefix:?} {suffix:?} {trim:?} {strings}");
-                            let check = |gathered: Encoding, how: &str| {
-                                assert_eq!(gathered, expected, "{case} {how}");
-                                assert_eq!(gathered.word_ids(), expected.word_ids(), "{case} {how}");
-                                assert_eq!(gathered.tokens(), expected.tokens(), "{case} {how}");
-                                assert_eq!(gathered.type_ids(), expected.type_ids(), "{case} {how}");
-                            };
-                            for order in orders {
-                                for piece in [1, 1 << 20] {
-                                    let gather = Gather::new(&starts, &layout, piece);
-                                    let mut segments: Vec<Option<Segment>> =
-                                        text(room, strings).into_iter().map(Some).collect();
-                                    for k in order {
-                                        gather.start(k);
-                                        gather.arrive(k, segments[k].take().unwrap());
-                                    }
-                                    check(gather.finish(&vocab).unwrap(), &format!("{order:?} {piece}"));
-                                }
-                            }
-                            for piece in [1, 2] {
-                                let gather = Gather::new(&starts, &layout, piece);
-                                let segments = text(room, strings);
-                                pool.install(|| {
-                                    segments.into_par_iter().enumerate().for_each(|(k, segment)| {
-                                        gather.start(k);
-                                        gather.arrive(k, segment);
-                                    })
-                                });
-                                check(pool.install(|| gather.finish(&vocab)).unwrap(), &format!("pool {piece}"));
-                            }
+            each_layout(&spaces, |layout, strings, case| {
+                let expected = assemble(&starts, text(0, strings), layout, &vocab, None);
+                let check = |gathered: Encoding, how: &str| {
+                    assert_eq!(gathered, expected, "{room} {case} {how}");
+                    assert_eq!(gathered.word_ids(), expected.word_ids(), "{room} {case} {how}");
+                    assert_eq!(gathered.tokens(), expected.tokens(), "{room} {case} {how}");
+                    assert_eq!(gathered.type_ids(), expected.type_ids(), "{room} {case} {how}");
+                };
+                for order in orders {
+                    for piece in [1, 1 << 20] {
+                        let gather = Gather::new(&starts, layout, piece);
+                        let mut segments: Vec<Option<Segment>> = text(room, strings).into_iter().map(Some).collect();
+                        for k in order {
+                            gather.start(k);
+                            gather.arrive(k, segments[k].take().unwrap());
                         }
+                        check(gather.finish(&vocab).unwrap(), &format!("{order:?} {piece}"));
                     }
                 }
-            }
+                for piece in [1, 2] {
+                    let gather = Gather::new(&starts, layout, piece);
+                    let segments = text(room, strings);
+                    pool.install(|| {
+                        segments.into_par_iter().enumerate().for_each(|(k, segment)| {
+                            gather.start(k);
+                            gather.arrive(k, segment);
+                        })
+                    });
+                    check(pool.install(|| gather.finish(&vocab)).unwrap(), &format!("pool {piece}"));
+                }
+            });
         }
     }
 
