@@ -1,5 +1,12 @@
+#!/usr/bin/env python3
+"""The peers table of a quiet run (scripts/quiet-run.sh): median of its passes (OUT, OUT/rerun,
+OUT/rerun2) per tokenizer, language, method and thread count, in docs/benchmarks.md's columns.
+
+    scripts/peers-median.py /work/quiet-sNN
+"""
 import re,statistics as st,collections,sys,os
-base=sys.argv[1] if len(sys.argv)>1 else '/work/quiet-s11'
+if len(sys.argv)!=2: sys.exit("usage: peers-median.py OUT")
+base=sys.argv[1]
 passes=[base]+[os.path.join(base,p) for p in ('rerun','rerun2') if os.path.isdir(os.path.join(base,p))]
 d=collections.defaultdict(list)
 for p in passes:

@@ -1,12 +1,26 @@
 #!/usr/bin/env bash
-# Quiet end-of-session measurements (session 12). Run from /work/main after the final landing.
+# The 2-core quiet run at a session's end (docs/benchmarks.md, "Per-thread speed against exact
+# peers"): peers against lopt and its start in three passes, the 1-vs-2-thread A/B of two builds,
+# pathological inputs, load, the first encode, exactness against HF and perf profiles.
+#
+#   OUT=/work/quiet-sNN BASE=/work/base-sNN scripts/quiet-run.sh
+#
+# BASE holds release binaries (lopt, load, prefix) of the session's start; this checkout's
+# target/release must hold the build being measured (cargo build --release -p lopt-cli -p
+# lopt-bench). DATA holds the test files: en30.jsonl and zh20.jsonl (the first 30 / 20 documents
+# of at least 200 KB of en_verylong / zh_long, cut to 1 MB), l7-en.jsonl (ten 200 KB English
+# documents) and patho-in/ (scripts/make_pathological.py's inputs plus zh.jsonl: 200 KB of prose,
+# then 1 MB of Chinese). PY is a Python with fastokens, nanotoken and tokenizers installed.
+# Set PREFIX=1 to add the prefix-reuse run. Run it on a quiet machine: about 15 minutes on 2 cores.
+# scripts/peers-median.py "$OUT" prints the peers table, median of the three passes.
 set -u
-cd /work/main
-OUT=/work/quiet-s12; mkdir -p $OUT
-PY=/work/venv-bench/bin/python
-B=/work/base-s12
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+: "${OUT:?set OUT}" "${BASE:?set BASE}"
+DATA=${DATA:-/work}
+PY=${PY:-/work/venv-bench/bin/python}
+B=$BASE
+mkdir -p "$OUT"
 echo "start $(date -u) $(uptime)" | tee $OUT/run.log
-# (binaries built from final main)
 git rev-parse --short HEAD | tee -a $OUT/run.log
 export LOPT_BASE_BIN=$B/lopt
 for c in en_verylong zh_long; do
@@ -19,14 +33,14 @@ echo "== 30/20 docs, 1 vs 2 threads, alternating builds ($(uptime))" | tee -a $O
 for r in 1 2 3 4 5 6; do for f in en30 zh20; do for t in qwen3 llama3_1 deepseek_v3 bert-base-cased; do for th in 1 2; do
   bins="$B/lopt target/release/lopt"; (( r % 2 == 0 )) && bins="target/release/lopt $B/lopt"
   for b in $bins; do
-    out=$($b bench --tokenizer ../shared/tokenizers/$t/tokenizer.json --threads $th --seed-cache sync /work/$f.jsonl 2>&1)
+    out=$($b bench --tokenizer ../shared/tokenizers/$t/tokenizer.json --threads $th --seed-cache sync $DATA/$f.jsonl 2>&1)
     mbs=$(echo "$out" | grep -o "\"mb_per_s\":[0-9.]*" | tail -1); cpu=$(echo "$out" | grep -o "\"cpu_seconds\":[0-9.]*" | tail -1)
     echo "round=$r corpus=$f tok=$t threads=$th bin=$b $mbs $cpu" | tee -a $OUT/scaling.log
   done; done; done; done; done
 echo "== pathological, new binary, 1 thread, sync seed ($(uptime))" | tee -a $OUT/run.log
 echo "round,tokenizer,input,cpu_mb_per_s,wall_mb_per_s" > $OUT/patho.csv
 for r in 1 2; do for t in qwen3 deepseek_v3 llama3_1 gptoss gpt2 gpt4o claude gemma3 llama2; do for i in prose zh one_letter spaces digits one_cjk base64 minified_js; do
-  json=$(target/release/lopt bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$t/tokenizer.json /work/patho-in/$i.jsonl 2>/dev/null)
+  json=$(target/release/lopt bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$t/tokenizer.json $DATA/patho-in/$i.jsonl 2>/dev/null)
   python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(f\"$r,$t,$i,{d['bytes']/1e6/d['cpu_seconds']:.2f},{d['mb_per_s']:.2f}\")" "$json" >> $OUT/patho.csv
 done; done; done
 if [ -n "${PREFIX:-}" ]; then echo "== prefix, qwen3 only (no SentencePiece change this session) ($(uptime))" | tee -a $OUT/run.log
@@ -38,7 +52,7 @@ for r in 1 2 3; do
     set -- $cell
     bins="$B/lopt target/release/lopt"; (( r % 2 == 0 )) && bins="target/release/lopt $B/lopt"
     for b in $bins; do
-      o=$($b bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$1/tokenizer.json /work/patho-in/$2.jsonl 2>/dev/null)
+      o=$($b bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$1/tokenizer.json $DATA/patho-in/$2.jsonl 2>/dev/null)
       echo "round=$r tok=$1 input=$2 bin=$b $o" >> $OUT/patho-ab.log
     done
   done
@@ -47,16 +61,28 @@ echo "== load ($(uptime))" | tee -a $OUT/run.log
 $B/load --rounds 5 2>&1 | tee $OUT/load-base.log | tail -30
 target/release/load --rounds 5 2>&1 | tee $OUT/load.log | tail -30
 echo "== first encode after load, background vs sync seed ($(uptime))" | tee -a $OUT/run.log
-target/release/load --first-encode /work/l7-en.jsonl --rounds 3 --only qwen3,deepseek_v3,llama3_1 --settle-ms 1500 2>&1 | tee $OUT/first-encode.log | tail -30
+target/release/load --first-encode $DATA/l7-en.jsonl --rounds 3 --only qwen3,deepseek_v3,llama3_1 --settle-ms 1500 2>&1 | tee $OUT/first-encode.log | tail -30
 echo "== exactness vs HF ($(uptime))" | tee -a $OUT/run.log
 for c in en_verylong zh_long; do
   $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 bert-base-cased gemma3 llama2 \
     --methods hf lopt lopt-ids --threads 2 --docs 2 --max-bytes 1000000 --rounds 1 --json $OUT/exact-$c.json 2>&1 | grep "^|" | tee -a $OUT/exact.log
 done
 echo "== perf profiles, qwen3 en30, 1 thread: lopt and fastokens ($(uptime))" | tee -a $OUT/run.log
-perf record -q -e cpu-clock -F 2000 -o $OUT/perf-lopt.data target/release/lopt bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/qwen3/tokenizer.json /work/en30.jsonl > $OUT/perf-lopt.json 2>/dev/null
+perf record -q -e cpu-clock -F 2000 -o $OUT/perf-lopt.data target/release/lopt bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/qwen3/tokenizer.json $DATA/en30.jsonl > $OUT/perf-lopt.json 2>/dev/null
 perf report -i $OUT/perf-lopt.data --no-children --sort sym --stdio 2>/dev/null | grep -v "^#" | head -40 > $OUT/perf-lopt.txt
-FASTOKENS_BPE_THREADS=1 RAYON_NUM_THREADS=1 perf record -q -e cpu-clock -F 2000 -o $OUT/perf-fastokens.data $PY scripts/bench_peers.py --worker fastokens ../shared/tokenizers/qwen3/tokenizer.json qwen3 /work/en30.jsonl 0 > $OUT/perf-fastokens.json 2>/dev/null
+FASTOKENS_BPE_THREADS=1 RAYON_NUM_THREADS=1 perf record -q -e cpu-clock -F 2000 -o $OUT/perf-fastokens.data $PY scripts/bench_peers.py --worker fastokens ../shared/tokenizers/qwen3/tokenizer.json qwen3 $DATA/en30.jsonl 0 > $OUT/perf-fastokens.json 2>/dev/null
 perf report -i $OUT/perf-fastokens.data --no-children --sort dso,sym --stdio 2>/dev/null | grep -v "^#" | head -40 > $OUT/perf-fastokens.txt
 rm -f $OUT/perf-*.data
+# Two more peer passes, for a median of three.
+for pass in rerun rerun2; do
+P=$OUT/$pass; mkdir -p $P
+echo "$pass start $(date -u) $(uptime)" | tee $P/run.log
+for c in en_verylong zh_long; do
+  $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 gptoss \
+    --methods fastokens lopt-base lopt lopt-ids --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $P/peers-bpe-$c.json 2>&1 | tee $P/peers-bpe-$c.log | grep "^|" > /dev/null
+  $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers bert-base-cased \
+    --methods nanotoken lopt-base lopt lopt-ids --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $P/peers-bert-$c.json 2>&1 | tee $P/peers-bert-$c.log | grep "^|" > /dev/null
+done
+echo "$pass end $(date -u) $(uptime)" | tee -a $P/run.log
+done
 echo "end $(date -u) $(uptime)" | tee -a $OUT/run.log
