@@ -72,7 +72,10 @@ fn encode_with_equals_hf_with_the_same_settings() {
             eprintln!("NOTICE: fixture {name} absent; test skipped");
             continue;
         };
+        // One thread too: the template's opening tokens are written in front of the text's ids
+        // up front there as well (`engine::out::Columns::headed`).
         let tokenizers = [
+            TokenizerBuilder::new().threads(1).build_from_file(&path).unwrap(),
             TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
             TokenizerBuilder::new().threads(3).chunk_size(97).min_parallel_bytes(0).build_from_file(&path).unwrap(),
         ];
@@ -112,7 +115,10 @@ fn encode_with_equals_hf_with_the_same_settings() {
 fn encode_ids_equals_hf_ids() {
     let texts = texts();
     for (name, path) in lopt_tests::available_fixtures() {
+        // One thread too: the template's opening tokens are written in front of the text's ids
+        // up front there as well (`engine::out::Columns::headed`).
         let tokenizers = [
+            TokenizerBuilder::new().threads(1).build_from_file(&path).unwrap(),
             TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
             TokenizerBuilder::new().threads(3).chunk_size(97).min_parallel_bytes(0).build_from_file(&path).unwrap(),
         ];

@@ -320,7 +320,8 @@ const MAX_WAIT: std::time::Duration = std::time::Duration::from_millis(1);
 type Columns = (Vec<u32>, Vec<(usize, usize)>, Vec<u32>);
 
 /// The first segment's columns, where every later segment is copied: pointers into the vectors
-/// held by [`Gather::first`], taken once (after the template's prefix was put in front), so
+/// held by [`Gather::first`], taken once (with the template's prefix in front: written there
+/// before the engine's rows, or put in front then), so
 /// that threads can write disjoint windows of the spare capacity at once.
 #[derive(Clone, Copy)]
 struct Room {
@@ -342,8 +343,9 @@ unsafe impl Send for Room {}
 unsafe impl Sync for Room {}
 
 /// The segments of one text assembled as they are encoded, in the same trip to the pool: the
-/// first segment's columns (lent by the tokenizer with room for the whole text, the template's
-/// prefix put in front) become the encoding's, and each later segment is copied after them, in
+/// first segment's columns (lent by the tokenizer with room for the whole text and the template's
+/// prefix written in front: `engine::out::Columns::headed`; should they lack it, it is put in
+/// front when the segment arrives) become the encoding's, and each later segment is copied after them, in
 /// pieces, as soon as every segment before it is encoded (their token counts give its place):
 /// first by the thread that encoded it, while its columns are in that core's cache, and by any
 /// thread that is done with its own (the first segment's pieces trim its offsets in place). A
@@ -418,8 +420,12 @@ impl<'a> Gather<'a> {
             return;
         }
         let mut segment = segment;
-        let len = segment.ids.len();
-        if segment.offsets.len() != len || segment.word_ids.len() != len {
+        let head = self.layout.prefix.len();
+        // The first segment's columns may hold the template's prefix in front already (lent so:
+        // `engine::out::Columns::headed`); then its text rows are its word ids' count.
+        let headed = k == 0 && head > 0 && is_headed(&segment, self.layout.prefix);
+        let len = if headed { segment.word_ids.len() } else { segment.ids.len() };
+        if !headed && (segment.offsets.len() != len || segment.word_ids.len() != len) {
             // Never for the engines' segments (their columns have equal lengths); such a
             // segment gets what the copy writes past a part's shortest column (`Slots::fill`).
             segment.offsets.resize(len, (0, 0));
@@ -428,7 +434,7 @@ impl<'a> Gather<'a> {
         self.lens[k].store(len, Ordering::SeqCst);
         self.words[k].store(segment.words, Ordering::SeqCst);
         if k == 0 {
-            self.place_first(segment);
+            self.place_first(segment, headed);
         } else {
             let _ = self.slots[k].set(segment);
         }
@@ -470,11 +476,12 @@ impl<'a> Gather<'a> {
     }
 
     /// The first segment: the template's prefix put in front of its ids and offsets (in place:
-    /// its columns were lent with room), its columns kept as the encoding's, their room published.
-    fn place_first(&self, segment: Segment) {
+    /// its columns were lent with room) unless they hold it already (`headed`), its columns kept
+    /// as the encoding's, their room published.
+    fn place_first(&self, segment: Segment, headed: bool) {
         let Segment { mut ids, tokens, mut offsets, word_ids: mut words, .. } = segment;
         let prefix = self.layout.prefix;
-        if !prefix.is_empty() {
+        if !prefix.is_empty() && !headed {
             ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
             offsets.splice(0..0, prefix.iter().map(|_| (0, 0)));
         }
@@ -702,16 +709,41 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// 38 % of its L1 read misses (qwen3, session 7); ids and offsets are 20 of its 40 bytes per token.
 /// `segment`'s columns must have equal lengths (the caller checks).
 fn assemble_one(segment: Segment, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
+    assemble_one_at(segment, 0, layout, vocab)
+}
+
+/// [`assemble`] for a text that is one segment whose ids and offsets hold the template's prefix
+/// in front already (written into the columns lent to the engine before its rows:
+/// `engine::out::Columns::headed`), so that nothing is shifted: the rest as [`assemble_one`].
+/// The caller checked the head is there (`engine::out::headed`); should it not be, the segment
+/// is assembled as one of ordinary columns.
+pub(crate) fn assemble_headed(segment: Segment, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
+    if is_headed(&segment, layout.prefix) {
+        return assemble_one_at(segment, layout.prefix.len(), layout, vocab);
+    }
+    assemble(&[0], vec![segment], layout, vocab, None)
+}
+
+/// Whether `segment`'s ids and offsets hold `prefix`'s rows in front of its text rows
+/// (`engine::out::headed`).
+fn is_headed(segment: &Segment, prefix: &[(u32, u32)]) -> bool {
+    let head: Vec<u32> = prefix.iter().map(|&(id, _)| id).collect();
+    !head.is_empty() && crate::engine::out::headed(segment, &head, true)
+}
+
+/// [`assemble_one`] for a segment whose ids and offsets start with `head` rows of the template's
+/// prefix already (0: none, put in front here).
+fn assemble_one_at(segment: Segment, head: usize, layout: &Layout<'_>, vocab: &Arc<Vocab>) -> Encoding {
     let Segment { mut ids, tokens, mut offsets, word_ids: words, .. } = segment;
-    let len = ids.len();
-    debug_assert!(offsets.len() == len && words.len() == len);
+    let len = ids.len() - head;
+    debug_assert!(offsets.len() == head + len && words.len() == len);
     if let Some(trim) = &layout.trim {
-        for (index, (offsets, &id)) in offsets.iter_mut().zip(&ids).enumerate() {
+        for (index, (offsets, &id)) in offsets[head..].iter_mut().zip(&ids[head..]).enumerate() {
             trim_offsets(trim, id, offsets, index);
         }
     }
     let (prefix, suffix) = (layout.prefix, layout.suffix);
-    if !prefix.is_empty() {
+    if !prefix.is_empty() && head == 0 {
         ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
         offsets.splice(0..0, prefix.iter().map(|_| (0, 0)));
     }

@@ -201,18 +201,29 @@ impl Finisher {
     /// The ids of [`finish`](Self::finish) for the ids of a text's segments, in order: the
     /// template's special tokens around them, padded alone as HF pads one encoding. Only called
     /// when [`finishes_ids`](Self::finishes_ids) holds (else the text is returned unprocessed).
-    pub(crate) fn finish_ids(&self, mut segments: Vec<Vec<u32>>, settings: Settings<'_>) -> Vec<u32> {
+    /// With `headed`, the first segment's ids hold the template's opening tokens
+    /// ([`head_ids`](Self::head_ids)) in front already (written into the columns lent to the
+    /// engine: `engine::out::Columns::headed`); they are checked to be there.
+    pub(crate) fn finish_ids(&self, mut segments: Vec<Vec<u32>>, settings: Settings<'_>, headed: bool) -> Vec<u32> {
         let (prefix, suffix) = self.layout_ids(settings);
-        let room = prefix.len() + segments.iter().map(Vec::len).sum::<usize>() + suffix.len();
+        let head = prefix.len();
+        let headed = headed
+            && head > 0
+            && segments.first().is_some_and(|first| {
+                first.len() >= head && first.iter().zip(prefix).all(|(&id, &(want, _))| id == want)
+            });
+        let text = segments.iter().map(Vec::len).sum::<usize>() - if headed { head } else { 0 };
+        let room = prefix.len() + text + suffix.len();
         if segments.len() == 1 || segments.first().is_some_and(|first| first.capacity() >= room) {
             // The first segment's vector becomes the result, the template's opening tokens put in
-            // front in place and the later segments appended, so the first is not copied: a text
-            // of one segment (every text on one thread; the engines reserve more rows than a text
-            // has tokens), or one whose first segment has room for the whole text's ids (the
-            // tokenizer lends the engine such columns for it: `engine::out::lending`).
+            // front in place (unless they are there already) and the later segments appended, so
+            // the first is not copied: a text of one segment (every text on one thread; the
+            // engines reserve more rows than a text has tokens), or one whose first segment has
+            // room for the whole text's ids (the tokenizer lends the engine such columns for it:
+            // `engine::out::lending`).
             let rest = segments.split_off(1.min(segments.len()));
             let mut ids = segments.pop().unwrap_or_default();
-            if !prefix.is_empty() {
+            if !prefix.is_empty() && !headed {
                 ids.splice(0..0, prefix.iter().map(|&(id, _)| id));
             }
             for segment in &rest {
@@ -222,8 +233,18 @@ impl Finisher {
             ids.shrink_to_fit();
             return ids;
         }
-        let slices: Vec<&[u32]> = segments.iter().map(Vec::as_slice).collect();
+        let mut slices: Vec<&[u32]> = segments.iter().map(Vec::as_slice).collect();
+        if let Some(first) = slices.first_mut().filter(|_| headed) {
+            // Written again below, in front of the text.
+            *first = &first[head..];
+        }
         self.finish_ids_slices(&slices, settings)
+    }
+
+    /// The template's opening special tokens of [`finish_ids`](Self::finish_ids) under
+    /// `settings`: what may be written in front of a text's first segment's ids up front.
+    pub(crate) fn head_ids(&self, settings: Settings<'_>) -> Vec<u32> {
+        self.layout_ids(settings).0.iter().map(|&(id, _)| id).collect()
     }
 
     /// [`finish_ids`](Self::finish_ids) for a text whose tokens are `runs` (a cached prefix and

@@ -433,7 +433,7 @@ impl Tokenizer {
         let mut all = self.encode_batch_any(
             texts,
             |t, r| self.engine.encode_ids(&t[r.clone()], r.start > 0),
-            |_, segments| Ok(self.finisher.finish_ids(segments, settings)),
+            |_, segments| Ok(self.finisher.finish_ids(segments, settings, false)),
             |text| self.encode_ids_settings(text, settings),
         )?;
         if let Some(padding) = settings.padding {
@@ -489,11 +489,15 @@ impl Tokenizer {
                 return Ok(ids);
             }
         }
+        // The template's opening tokens are written into the first segment's lent columns up
+        // front (see `encode_plain`).
+        let head = self.finisher.head_ids(settings);
         self.encode_plain(
             text,
             false,
+            &head,
             |t, r| self.engine.encode_ids(&t[r.clone()], r.start > 0),
-            |_, segments| Ok(self.finisher.finish_ids(segments, settings)),
+            |_, segments, headed| Ok(self.finisher.finish_ids(segments, settings, headed)),
         )
     }
 
@@ -657,8 +661,9 @@ impl Tokenizer {
         self.encode_plain(
             text,
             true,
+            &[],
             |t, r| self.encode_range(t, r),
-            |starts, segments| self.finisher.finish(starts, segments, settings, Some(&*self.pool)),
+            |starts, segments, _| self.finisher.finish(starts, segments, settings, Some(&*self.pool)),
         )
     }
 
@@ -676,9 +681,18 @@ impl Tokenizer {
         vocab: &Arc<Vocab>,
     ) -> Result<Encoding> {
         let _call = trace::span("call", text.len());
-        let Some(planned) = self.planned(text, true) else {
+        // The template's opening tokens are written into the first segment's lent columns up
+        // front, so that they need not be put in front of its rows afterwards (a shift of every
+        // row).
+        let head: Vec<u32> = layout.prefix.iter().map(|&(id, _)| id).collect();
+        let Some(planned) = self.planned(text, true, &head) else {
             // A short text is encoded and finished on the calling thread (see `encode_plain`).
-            let segment = self.encode_range(text, &(0..text.len()))?;
+            let (segment, _) = self.encode_whole(text, &head, true, || self.encode_range(text, &(0..text.len())));
+            let segment = segment?;
+            if !head.is_empty() {
+                // Checks the head is there (else assembles the segment as one of ordinary columns).
+                return Ok(crate::merge::assemble_headed(segment, layout, vocab));
+            }
             return self.finisher.finish(&[0], vec![segment], settings, Some(&*self.pool));
         };
         // Copy jobs small enough that idle threads share a long segment's copy, large enough
@@ -711,19 +725,25 @@ impl Tokenizer {
     /// and copies everything otherwise). Allocated here, they come from the caller's allocator
     /// arena, which keeps its pages between calls as one thread's output does; pages of the room
     /// that no token reaches are never touched.
+    ///
+    /// `head` (the template's opening tokens, or nothing) is written in front of the first
+    /// segment's rows in the lent columns; `finish` is told whether the first segment holds it
+    /// (an engine that writes through `Out` took the columns: `engine::out::lending`), and
+    /// checks that it does before relying on it.
     fn encode_plain<P: Send, T: Send>(
         &self,
         text: &str,
         full: bool,
+        head: &[u32],
         encode: impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync,
-        finish: impl FnOnce(&[usize], Vec<P>) -> Result<T> + Send,
+        finish: impl FnOnce(&[usize], Vec<P>, bool) -> Result<T> + Send,
     ) -> Result<T> {
         let _call = trace::span("call", text.len());
-        let Some(planned) = self.planned(text, full) else {
+        let Some(planned) = self.planned(text, full, head) else {
             // A short text is encoded and finished on the calling thread: waking a pool thread
             // and waiting for it costs more than encoding a few kilobytes.
-            let segment = encode(text, &(0..text.len()))?;
-            return finish(&[0], vec![segment]);
+            let (segment, headed) = self.encode_whole(text, head, full, || encode(text, &(0..text.len())));
+            return finish(&[0], vec![segment?], headed);
         };
         let Planned { starts, ranges, .. } = &planned;
         let pooled = trace::span("encode", 0);
@@ -741,7 +761,20 @@ impl Tokenizer {
         // Finished on the calling thread, so that the output is allocated there (`finish` runs
         // its own parallel part on the pool: `assemble_parts`).
         let _finish = trace::span("finish", 0);
-        finish(starts, segments)
+        let headed = !head.is_empty() && planned.taken.load(std::sync::atomic::Ordering::SeqCst);
+        finish(starts, segments, headed)
+    }
+
+    /// Runs `encode`, the engine's call for the whole `text` on this thread, with columns headed
+    /// by `head` lent to it when there is a head and the engine writes through `Out`, sized as
+    /// the engines reserve for a segment (half its bytes, so they are not grown); says whether
+    /// the engine took them.
+    fn encode_whole<P>(&self, text: &str, head: &[u32], full: bool, encode: impl FnOnce() -> P) -> (P, bool) {
+        if head.is_empty() || !self.lends_columns() {
+            return (encode(), false);
+        }
+        let columns = crate::engine::out::Columns::headed(head, text.len() / 2 + 8, full);
+        crate::engine::out::lending(columns, encode)
     }
 
     /// The plan of an uncached encode of `text` (the prologue of [`encode_plain`](Self::encode_plain)
@@ -749,7 +782,7 @@ impl Tokenizer {
     /// through `engine::out::Out`, columns for the first one allocated here, on the calling
     /// thread, with room for the whole text's tokens (every column, or ids only without `full`);
     /// `None` for a text too short to cut, encoded whole.
-    fn planned(&self, text: &str, full: bool) -> Option<Planned> {
+    fn planned(&self, text: &str, full: bool, head: &[u32]) -> Option<Planned> {
         let planning = trace::span("plan", 0);
         let cuts = self.cut_points(text);
         drop(planning);
@@ -760,9 +793,9 @@ impl Tokenizer {
         let ranges = ranges(&starts, text.len());
         let lent = self.lends_columns().then(|| {
             let rows = text.len().saturating_add(ROOM_FOR_SPECIALS);
-            std::sync::Mutex::new(Some(crate::engine::out::Columns::with_capacity(rows, full)))
+            std::sync::Mutex::new(Some(crate::engine::out::Columns::headed(head, rows, full)))
         });
-        Some(Planned { starts, ranges, lent })
+        Some(Planned { starts, ranges, lent, taken: std::sync::atomic::AtomicBool::new(false) })
     }
 
     /// The segments `ranges` encoded with `encode` under a trace build's other schedules
@@ -1158,11 +1191,13 @@ fn starts(mut cuts: Vec<usize>) -> Vec<usize> {
 
 /// An uncached encode's segments ([`Tokenizer::planned`]): segment `k` is `text[ranges[k]]`,
 /// starting at `starts[k]`; `lent` holds the columns lent to the first segment's engine call
-/// until that call takes them.
+/// until that call takes them (perhaps headed by the template's opening tokens), `taken` whether
+/// the engine's `Out` took them.
 struct Planned {
     starts: Vec<usize>,
     ranges: Vec<std::ops::Range<usize>>,
     lent: Option<std::sync::Mutex<Option<crate::engine::out::Columns>>>,
+    taken: std::sync::atomic::AtomicBool,
 }
 
 impl Planned {
@@ -1173,7 +1208,11 @@ impl Planned {
         let columns =
             self.lent.as_ref().filter(|_| range.start == 0).and_then(|m| m.lock().ok().and_then(|mut c| c.take()));
         match columns {
-            Some(columns) => crate::engine::out::lending(columns, encode),
+            Some(columns) => {
+                let (encoded, taken) = crate::engine::out::lending(columns, encode);
+                self.taken.store(taken, std::sync::atomic::Ordering::SeqCst);
+                encoded
+            }
             None => encode(),
         }
     }
