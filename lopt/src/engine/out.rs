@@ -88,10 +88,20 @@ thread_local! {
 /// be short), and says whether an `Out` took them; columns no `Out` took (engines that do not
 /// write through `Out`) are dropped afterwards.
 pub(crate) fn lending<R>(columns: Columns, encode: impl FnOnce() -> R) -> (R, bool) {
+    /// Takes back the columns no `Out` took, also should `encode` unwind: a head left lent would
+    /// reach the next `Out` made on this thread (the engines' panics are caught inside their
+    /// calls, `engine::guard`, so this is only a second line).
+    struct TakeBack;
+    impl Drop for TakeBack {
+        fn drop(&mut self) {
+            drop(LENT.with(Cell::take));
+        }
+    }
     LENT.with(|lent| lent.set(Some(columns)));
+    let _take_back = TakeBack;
     let result = encode();
-    let left = LENT.with(Cell::take);
-    (result, left.is_none())
+    let taken = LENT.with(Cell::take).is_none();
+    (result, taken)
 }
 
 /// The segment being written, with offsets and word ids when `FULL`; see the module
@@ -328,5 +338,18 @@ mod tests {
             check::<true>(room);
             check::<false>(room);
         }
+    }
+
+    /// A lending whose engine call unwinds leaves nothing lent: the next `Out` on the thread
+    /// starts without the head.
+    #[test]
+    fn unwinding_lends_no_head_on() {
+        let unwound = std::panic::catch_unwind(|| lending(Columns::headed(&[101], 10, true), || panic!("engine")));
+        assert!(unwound.is_err());
+        let mut out = Out::<true>::with_capacity(4);
+        out.row(5, (0, 1), 0);
+        let seg = out.finish();
+        assert_eq!(seg.ids, vec![5]);
+        assert_eq!(seg.offsets, vec![(0, 1)]);
     }
 }
