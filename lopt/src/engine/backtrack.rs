@@ -23,7 +23,10 @@
 //! Words of short tokens (random digits: 3.6 checks per token, most of them rank walks the memo
 //! cannot answer) are first merged in windows of [`WINDOW`] symbols by the stack merge, with one
 //! compatibility check at each joint between windows ([`Backtrack::windows`]); the search takes
-//! over where that pass gives up or finds long tokens. Invariant of both: the tokens kept are
+//! over where that pass gives up or finds long tokens. Long words of short tokens are taken by two
+//! streams of windows at once (from the start and from the middle, merged in lockstep so that the
+//! two chains of dependent merges overlap), joined where the first reaches a boundary of the
+//! second's tokens with a compatible joint. Invariant of all: the tokens kept are
 //! pairwise compatible and spelled by the symbols they cover, so they are BPE of those symbols;
 //! the work stays linear (each window moves on by at least one token, failed joints are bounded).
 
@@ -93,7 +96,31 @@ pub(crate) struct Scratch {
     merge: merge_core::Scratch,
     /// One window's tokens: `(id, end)`, `end` relative to the window's start.
     window: Vec<(u32, u32)>,
+    /// The second stream's tokens and window ([`Backtrack::windows`]).
+    other: Vec<u32>,
+    other_window: Vec<(u32, u32)>,
 }
+
+/// One stream of windows of [`Backtrack::windows`]: where its next window starts (relative to
+/// its text), the tokens kept before it, the joints that failed.
+struct Stream {
+    pos: usize,
+    tokens: Vec<u32>,
+    failures: usize,
+}
+
+/// Whether a stream goes on after a window ([`Backtrack::advance`]).
+enum Flow {
+    Next,
+    Stop(bool),
+}
+
+/// Words of at least this many symbols are taken by two streams of windows
+/// ([`Backtrack::windows`]).
+const PAIR_MIN: usize = 8 * WINDOW;
+
+/// How far past the middle the first stream looks for a boundary of the second's tokens.
+const SYNC: usize = 4 * WINDOW;
 
 impl Backtrack {
     /// Compiles the search from the tokens' spellings by id (`symbols[starts[id]..starts[id +
@@ -343,71 +370,171 @@ impl Backtrack {
     /// memo) than merging windows that keep one or two tokens each, so the search goes on from
     /// the tokens kept so far (`false` with them in `scratch.tokens`): they are compatible
     /// pairwise, so they are BPE of their text (claim 2), as the search's own would be.
+    ///
+    /// Words of [`PAIR_MIN`] symbols or more whose first window's tokens average 2 symbols or
+    /// more are taken by two streams of windows at once, one from the start and one from the
+    /// middle, whose window merges run in lockstep
+    /// ([`merge_core::merge_window_pair`]: a window's merge is a chain of dependent steps, and two
+    /// chains overlap on one core). The second stream's tokens are BPE of the text from the middle
+    /// (pairwise compatible, by the same argument); the first stream goes on until it ends at one
+    /// of their boundaries with a compatible joint, then takes the second stream's tokens from
+    /// there: every adjacent pair of the result is then compatible, so it is BPE (claim 1). Where
+    /// they do not meet within [`SYNC`] symbols past the middle, or the second stream gives up,
+    /// the first goes on alone.
     fn windows(&self, merges: &MergeMap, text: &[u32], scratch: &mut Scratch) -> bool {
         let n = text.len();
-        let mut tokens = std::mem::take(&mut scratch.tokens);
-        let mut window = std::mem::take(&mut scratch.window);
-        let mut pos = 0usize;
-        let mut failures = 0usize;
+        let mut a = Stream { pos: 0, tokens: std::mem::take(&mut scratch.tokens), failures: 0 };
+        let mut b = Stream { pos: 0, tokens: std::mem::take(&mut scratch.other), failures: 0 };
+        b.tokens.clear();
+        let (mut wa, mut wb) = (std::mem::take(&mut scratch.window), std::mem::take(&mut scratch.other_window));
         let budget = n / (4 * WINDOW) + 4;
+        let half = if n >= PAIR_MIN { n / 2 } else { n };
+        let rest = &text[half..];
+        // The second stream is merging (decided after the first window: only where its tokens
+        // average 2 symbols or more, so that merges dominate its windows; gpt2's runs of spaces,
+        // 1.1 symbols a token, lost 15 % with it); where its tokens start (index, position in
+        // `text`) at or before the first stream's end.
+        let mut paired = false;
+        let mut decided = half >= n;
+        let (mut at, mut edge) = (0usize, half);
         let done = loop {
-            if pos >= n {
-                break true;
+            let end = (a.pos + WINDOW).min(n);
+            wa.clear();
+            if paired {
+                let stop = (b.pos + WINDOW).min(rest.len());
+                wb.clear();
+                merge_core::merge_window_pair(
+                    merges,
+                    &text[a.pos..end],
+                    &rest[b.pos..stop],
+                    |id, last| wa.push((id, last as u32 + 1)),
+                    |id, last| wb.push((id, last as u32 + 1)),
+                );
+                match self.advance(merges, rest, &mut b, &wb, budget, scratch) {
+                    Flow::Next => {}
+                    Flow::Stop(true) => paired = false,
+                    Flow::Stop(false) => {
+                        paired = false;
+                        b.tokens.clear();
+                    }
+                }
+            } else {
+                merge_core::merge_window(merges, &text[a.pos..end], |id, last| wa.push((id, last as u32 + 1)));
             }
-            let end = (pos + WINDOW).min(n);
-            window.clear();
-            merge_core::merge_window(merges, &text[pos..end], |id, last| window.push((id, last as u32 + 1)));
-            let Some(&(first, first_end)) = window.first() else { break false };
-            let joins = match tokens.last() {
-                None => true,
-                Some(&last) => {
-                    let before = self.spelling(last);
-                    self.spelling(first) == &text[pos..pos + first_end as usize]
-                        && pos >= before.len()
-                        && before == &text[pos - before.len()..pos]
-                        && self.compatible(merges, last, first, scratch)
-                }
-            };
-            if !joins {
-                failures += 1;
-                if failures > budget {
-                    tokens.clear();
-                    break false;
-                }
-                let back = pos.saturating_sub(MARGIN);
-                while pos > back {
-                    let Some(last) = tokens.pop() else { break };
-                    pos -= self.spelling(last).len();
-                }
+            match self.advance(merges, text, &mut a, &wa, budget, scratch) {
+                Flow::Next => {}
+                Flow::Stop(done) => break done,
+            }
+            if !decided {
+                decided = true;
+                paired = a.tokens.len() * 2 <= a.pos;
+            }
+            if a.pos < half || b.tokens.is_empty() {
                 continue;
             }
-            // At least the first token, so that every window moves on.
-            let keep = if end == n { n - pos } else { (end - pos - MARGIN).max(first_end as usize) };
-            let mut kept = 0;
-            let mut spelled = true;
-            for &(id, stop) in &window {
-                if stop as usize > keep {
-                    break;
+            // The second stream's boundary at or before the first's end (which may have stepped
+            // back since the last look).
+            while edge > a.pos && at > 0 {
+                at -= 1;
+                edge -= self.spelling(b.tokens[at]).len();
+            }
+            while edge < a.pos && at < b.tokens.len() {
+                edge += self.spelling(b.tokens[at]).len();
+                at += 1;
+            }
+            let meets = edge == a.pos
+                && at < b.tokens.len()
+                && a.tokens.last().is_some_and(|&last| self.compatible(merges, last, b.tokens[at], scratch));
+            if meets {
+                a.tokens.extend_from_slice(&b.tokens[at..]);
+                a.pos = half + b.pos;
+            }
+            if meets || a.pos > half + SYNC || edge < a.pos {
+                // Met, or no boundary left to meet: the first stream goes on alone.
+                paired = false;
+                b.tokens.clear();
+                if a.pos >= n {
+                    break true;
                 }
-                // Positions are recounted from the spellings (stepping back, emitting).
-                spelled &= self.spelling(id).len() == stop as usize - kept;
-                tokens.push(id);
-                kept = stop as usize;
             }
-            if !spelled {
-                tokens.clear();
-                break false;
-            }
-            // Decided on the first window: the tokens of random digits (2.4 symbols each on
-            // claude) fluctuate from window to window.
-            if tokens.len() * 3 < kept && pos == 0 && kept < n {
-                break false;
-            }
-            pos += kept;
         };
-        scratch.tokens = tokens;
-        scratch.window = window;
+        scratch.tokens = a.tokens;
+        scratch.other = b.tokens;
+        scratch.window = wa;
+        scratch.other_window = wb;
         done
+    }
+
+    /// One window of a stream of [`Self::windows`] over `text` (the word, or its part from the
+    /// middle): `window` is BPE of `text[stream.pos..]`'s next [`WINDOW`] symbols, as `(id, end)`
+    /// with ends relative to `stream.pos`. Checks the joint with the tokens kept, keeps the window's
+    /// tokens up to [`MARGIN`] symbols before its end (or steps back where the joint fails), and
+    /// says whether the stream goes on: `Stop(true)` at the end of `text`, `Stop(false)` where it
+    /// gives up (tokens cleared), or where the first window's tokens are long (tokens kept).
+    fn advance(
+        &self,
+        merges: &MergeMap,
+        text: &[u32],
+        stream: &mut Stream,
+        window: &[(u32, u32)],
+        budget: usize,
+        scratch: &mut Scratch,
+    ) -> Flow {
+        let n = text.len();
+        let Stream { pos, tokens, failures } = stream;
+        let end = (*pos + WINDOW).min(n);
+        let Some(&(first, first_end)) = window.first() else { return Flow::Stop(false) };
+        let joins = match tokens.last() {
+            None => true,
+            Some(&last) => {
+                let before = self.spelling(last);
+                self.spelling(first) == &text[*pos..*pos + first_end as usize]
+                    && *pos >= before.len()
+                    && before == &text[*pos - before.len()..*pos]
+                    && self.compatible(merges, last, first, scratch)
+            }
+        };
+        if !joins {
+            *failures += 1;
+            if *failures > budget {
+                tokens.clear();
+                return Flow::Stop(false);
+            }
+            let back = pos.saturating_sub(MARGIN);
+            while *pos > back {
+                let Some(last) = tokens.pop() else { break };
+                *pos -= self.spelling(last).len();
+            }
+            return Flow::Next;
+        }
+        // At least the first token, so that every window moves on.
+        let keep = if end == n { n - *pos } else { (end - *pos - MARGIN).max(first_end as usize) };
+        let mut kept = 0;
+        let mut spelled = true;
+        for &(id, stop) in window {
+            if stop as usize > keep {
+                break;
+            }
+            // Positions are recounted from the spellings (stepping back, emitting).
+            spelled &= self.spelling(id).len() == stop as usize - kept;
+            tokens.push(id);
+            kept = stop as usize;
+        }
+        if !spelled {
+            tokens.clear();
+            return Flow::Stop(false);
+        }
+        // Decided on the first window: the tokens of random digits (2.4 symbols each on
+        // claude) fluctuate from window to window.
+        if tokens.len() * 3 < kept && *pos == 0 && kept < n {
+            return Flow::Stop(false);
+        }
+        *pos += kept;
+        if *pos >= n {
+            Flow::Stop(true)
+        } else {
+            Flow::Next
+        }
     }
 
     /// The backtracking search of the module's header into `scratch.tokens`, going on from the

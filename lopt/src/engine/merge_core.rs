@@ -90,67 +90,132 @@ fn key(rank: u32, slot: usize) -> i32 {
 /// the window read again per merge), and signed lanes take SSE2's compare where unsigned ones
 /// needed a sign flip per lane. Every rank must be below [`KEY_RANKS`].
 #[inline(always)]
-fn window(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
+fn window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
     const _: () = assert!(SCAN_LIMIT <= 32);
-    let n = symbols.len().min(SCAN_LIMIT);
-    if n == 0 {
+    let mut w = Keyed::new(merges, symbols);
+    while !w.done {
+        w.step(merges);
+    }
+    w.emit(emit);
+}
+
+/// [`merge_window`] of two windows at once, `a` reported with `emit_a` and `b` with `emit_b`:
+/// their merges are made in lockstep, one of each per round, so that the two chains of dependent
+/// steps (the minimum, then the table lookups it names, then the next minimum) overlap on one
+/// core. Each window is merged exactly as alone; a window's merge is latency-bound (random
+/// digits: two windows in lockstep took 1.16-1.42x less time than one after the other).
+#[inline(always)]
+pub(crate) fn merge_window_pair(
+    merges: &MergeMap,
+    a: &[u32],
+    b: &[u32],
+    emit_a: impl FnMut(u32, usize),
+    emit_b: impl FnMut(u32, usize),
+) {
+    if merges.count() >= KEY_RANKS {
+        scan(merges, a, emit_a);
+        scan(merges, b, emit_b);
         return;
     }
-    let mut ids = [0u32; SCAN_LIMIT];
-    let mut keys = [DEAD; SCAN_LIMIT];
-    // The id each candidate pair merges into, read with its rank (one table slot).
-    let mut merged = [0u32; SCAN_LIMIT];
-    let mut next = [0u8; SCAN_LIMIT];
-    let mut prev = [0u8; SCAN_LIMIT];
-    for (i, &id) in symbols[..n].iter().enumerate() {
-        ids[i] = id;
-        next[i] = (i + 1) as u8;
-        prev[i] = i.wrapping_sub(1) as u8;
+    let (mut x, mut y) = (Keyed::new(merges, a), Keyed::new(merges, b));
+    while !(x.done && y.done) {
+        if !x.done {
+            x.step(merges);
+        }
+        if !y.done {
+            y.step(merges);
+        }
     }
-    for i in 0..n - 1 {
-        let rank;
-        (rank, merged[i]) = merges.get(ids[i], ids[i + 1]);
-        keys[i] = key(rank, i);
+    x.emit(emit_a);
+    y.emit(emit_b);
+}
+
+/// The state of [`window`]'s merge of one window, for [`merge_window_pair`]: the same arrays,
+/// set up and stepped the same way.
+struct Keyed {
+    ids: [u32; SCAN_LIMIT],
+    keys: [i32; SCAN_LIMIT],
+    merged: [u32; SCAN_LIMIT],
+    next: [u8; SCAN_LIMIT],
+    prev: [u8; SCAN_LIMIT],
+    n: usize,
+    /// No pair left to merge.
+    done: bool,
+}
+
+impl Keyed {
+    /// The first [`SCAN_LIMIT`] symbols of `symbols`, with their pairs' keys.
+    #[inline(always)]
+    fn new(merges: &MergeMap, symbols: &[u32]) -> Keyed {
+        let n = symbols.len().min(SCAN_LIMIT);
+        let mut w = Keyed {
+            ids: [0; SCAN_LIMIT],
+            keys: [DEAD; SCAN_LIMIT],
+            merged: [0; SCAN_LIMIT],
+            next: [0; SCAN_LIMIT],
+            prev: [0; SCAN_LIMIT],
+            n,
+            done: n == 0,
+        };
+        for (i, &id) in symbols[..n].iter().enumerate() {
+            w.ids[i] = id;
+            w.next[i] = (i + 1) as u8;
+            w.prev[i] = i.wrapping_sub(1) as u8;
+        }
+        for i in 0..n.saturating_sub(1) {
+            let rank;
+            (rank, w.merged[i]) = merges.get(w.ids[i], w.ids[i + 1]);
+            w.keys[i] = key(rank, i);
+        }
+        w
     }
-    let end = n as u8;
-    loop {
-        // Slots past `n` are dead.
+
+    /// One merge of [`window`]'s loop, or `done` when the lowest key is no merge.
+    #[inline(always)]
+    fn step(&mut self, merges: &MergeMap) {
         let mut lanes = [DEAD; 8];
-        for chunk in keys.chunks_exact(8) {
+        for chunk in self.keys.chunks_exact(8) {
             for (m, &k) in lanes.iter_mut().zip(chunk) {
                 *m = (*m).min(k);
             }
         }
         let best = lanes.iter().fold(DEAD, |m, &k| m.min(k));
         if best >= NONE {
-            break;
+            self.done = true;
+            return;
         }
+        let end = self.n as u8;
         let at = (best & 31) as usize;
-        let right = usize::from(next[at]);
-        ids[at] = merged[at];
-        keys[right] = DEAD;
-        let after = next[right];
-        next[at] = after;
+        let right = usize::from(self.next[at]);
+        self.ids[at] = self.merged[at];
+        self.keys[right] = DEAD;
+        let after = self.next[right];
+        self.next[at] = after;
         if after != end {
-            prev[usize::from(after)] = at as u8;
+            self.prev[usize::from(after)] = at as u8;
             let rank;
-            (rank, merged[at]) = merges.get(ids[at], ids[usize::from(after)]);
-            keys[at] = key(rank, at);
+            (rank, self.merged[at]) = merges.get(self.ids[at], self.ids[usize::from(after)]);
+            self.keys[at] = key(rank, at);
         } else {
-            keys[at] = DEAD;
+            self.keys[at] = DEAD;
         }
         if at > 0 {
-            let before = usize::from(prev[at]);
+            let before = usize::from(self.prev[at]);
             let rank;
-            (rank, merged[before]) = merges.get(ids[before], ids[at]);
-            keys[before] = key(rank, before);
+            (rank, self.merged[before]) = merges.get(self.ids[before], self.ids[at]);
+            self.keys[before] = key(rank, before);
         }
     }
-    let mut i = 0;
-    while i != n {
-        let after = usize::from(next[i]);
-        emit(ids[i], after - 1);
-        i = after;
+
+    /// Reports the tokens as `(id, last)`.
+    #[inline(always)]
+    fn emit(&self, mut emit: impl FnMut(u32, usize)) {
+        let mut i = 0;
+        while i != self.n {
+            let after = usize::from(self.next[i]);
+            emit(self.ids[i], after - 1);
+            i = after;
+        }
     }
 }
 
@@ -305,6 +370,18 @@ mod tests {
             let mut window = Vec::new();
             merge_window(&merges, &symbols, |id, last| window.push((id, last)));
             assert_eq!(scan, window, "{symbols:?}");
+            // Two windows in lockstep merge each as alone.
+            let (mut first, mut second) = (Vec::new(), Vec::new());
+            let other = &symbols[len / 2..];
+            merge_window_pair(
+                &merges,
+                &symbols,
+                other,
+                |id, last| first.push((id, last)),
+                |id, last| second.push((id, last)),
+            );
+            assert_eq!(scan, first, "{symbols:?}");
+            assert_eq!(run(&merges, other, false), second, "{other:?}");
             // Every symbol is covered once, in order.
             assert_eq!(scan.last().map(|&(_, last)| last), Some(len - 1));
         }
