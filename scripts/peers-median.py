@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The peers table of a quiet run (scripts/quiet-run.sh): median of its passes (OUT, OUT/rerun,
-OUT/rerun2) per tokenizer, language, method and thread count, in docs/benchmarks.md's columns.
+OUT/rerun2 and any further OUT/rerunN a noisy machine called for) per tokenizer, language, method
+and thread count, in docs/benchmarks.md's columns.
 
     scripts/peers-median.py /work/quiet-sNN
 """
 import re,statistics as st,collections,sys,os
 if len(sys.argv)!=2: sys.exit("usage: peers-median.py OUT")
 base=sys.argv[1]
-passes=[base]+[os.path.join(base,p) for p in ('rerun','rerun2') if os.path.isdir(os.path.join(base,p))]
+passes=[base]+sorted(os.path.join(base,p) for p in os.listdir(base) if re.fullmatch(r'rerun\d*',p) and os.path.isdir(os.path.join(base,p)))
 d=collections.defaultdict(list)
 for p in passes:
     for f in ['peers-bpe-en_verylong.log','peers-bpe-zh_long.log','peers-bert-en_verylong.log','peers-bert-zh_long.log']:
