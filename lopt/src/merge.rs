@@ -420,10 +420,9 @@ impl<'a> Gather<'a> {
             return;
         }
         let mut segment = segment;
-        let head = self.layout.prefix.len();
         // The first segment's columns may hold the template's prefix in front already (lent so:
         // `engine::out::Columns::headed`); then its text rows are its word ids' count.
-        let headed = k == 0 && head > 0 && is_headed(&segment, self.layout.prefix);
+        let headed = k == 0 && is_headed(&segment, self.layout.prefix);
         let len = if headed { segment.word_ids.len() } else { segment.ids.len() };
         if !headed && (segment.offsets.len() != len || segment.word_ids.len() != len) {
             // Never for the engines' segments (their columns have equal lengths); such a
@@ -727,8 +726,7 @@ pub(crate) fn assemble_headed(segment: Segment, layout: &Layout<'_>, vocab: &Arc
 /// Whether `segment`'s ids and offsets hold `prefix`'s rows in front of its text rows
 /// (`engine::out::headed`).
 fn is_headed(segment: &Segment, prefix: &[(u32, u32)]) -> bool {
-    let head: Vec<u32> = prefix.iter().map(|&(id, _)| id).collect();
-    !head.is_empty() && crate::engine::out::headed(segment, &head, true)
+    !prefix.is_empty() && crate::engine::out::headed(segment, prefix, true)
 }
 
 /// [`assemble_one`] for a segment whose ids and offsets start with `head` rows of the template's

@@ -202,16 +202,14 @@ impl Finisher {
     /// template's special tokens around them, padded alone as HF pads one encoding. Only called
     /// when [`finishes_ids`](Self::finishes_ids) holds (else the text is returned unprocessed).
     /// With `headed`, the first segment's ids hold the template's opening tokens
-    /// ([`head_ids`](Self::head_ids)) in front already (written into the columns lent to the
+    /// ([`head`](Self::head)) in front already (written into the columns lent to the
     /// engine: `engine::out::Columns::headed`); they are checked to be there.
     pub(crate) fn finish_ids(&self, mut segments: Vec<Vec<u32>>, settings: Settings<'_>, headed: bool) -> Vec<u32> {
         let (prefix, suffix) = self.layout_ids(settings);
         let head = prefix.len();
         let headed = headed
             && head > 0
-            && segments.first().is_some_and(|first| {
-                first.len() >= head && first.iter().zip(prefix).all(|(&id, &(want, _))| id == want)
-            });
+            && segments.first().is_some_and(|first| crate::engine::out::starts_with_head(first, prefix));
         let text = segments.iter().map(Vec::len).sum::<usize>() - if headed { head } else { 0 };
         let room = prefix.len() + text + suffix.len();
         if segments.len() == 1 || segments.first().is_some_and(|first| first.capacity() >= room) {
@@ -243,8 +241,8 @@ impl Finisher {
 
     /// The template's opening special tokens of [`finish_ids`](Self::finish_ids) under
     /// `settings`: what may be written in front of a text's first segment's ids up front.
-    pub(crate) fn head_ids(&self, settings: Settings<'_>) -> Vec<u32> {
-        self.layout_ids(settings).0.iter().map(|&(id, _)| id).collect()
+    pub(crate) fn head(&self, settings: Settings<'_>) -> Specials<'_> {
+        self.layout_ids(settings).0
     }
 
     /// [`finish_ids`](Self::finish_ids) for a text whose tokens are `runs` (a cached prefix and

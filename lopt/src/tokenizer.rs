@@ -491,11 +491,11 @@ impl Tokenizer {
         }
         // The template's opening tokens are written into the first segment's lent columns up
         // front (see `encode_plain`).
-        let head = self.finisher.head_ids(settings);
+        let head = self.finisher.head(settings);
         self.encode_plain(
             text,
             false,
-            &head,
+            head,
             |t, r| self.engine.encode_ids(&t[r.clone()], r.start > 0),
             |_, segments, headed| Ok(self.finisher.finish_ids(segments, settings, headed)),
         )
@@ -684,10 +684,10 @@ impl Tokenizer {
         // The template's opening tokens are written into the first segment's lent columns up
         // front, so that they need not be put in front of its rows afterwards (a shift of every
         // row).
-        let head: Vec<u32> = layout.prefix.iter().map(|&(id, _)| id).collect();
-        let Some(planned) = self.planned(text, true, &head) else {
+        let head = layout.prefix;
+        let Some(planned) = self.planned(text, true, head) else {
             // A short text is encoded and finished on the calling thread (see `encode_plain`).
-            let (segment, _) = self.encode_whole(text, &head, true, || self.encode_range(text, &(0..text.len())));
+            let (segment, _) = self.encode_whole(text, head, true, || self.encode_range(text, &(0..text.len())));
             let segment = segment?;
             if !head.is_empty() {
                 // Checks the head is there (else assembles the segment as one of ordinary columns).
@@ -734,7 +734,7 @@ impl Tokenizer {
         &self,
         text: &str,
         full: bool,
-        head: &[u32],
+        head: &[(u32, u32)],
         encode: impl Fn(&str, &std::ops::Range<usize>) -> Result<P> + Sync,
         finish: impl FnOnce(&[usize], Vec<P>, bool) -> Result<T> + Send,
     ) -> Result<T> {
@@ -769,7 +769,7 @@ impl Tokenizer {
     /// by `head` lent to it when there is a head and the engine writes through `Out`, sized as
     /// the engines reserve for a segment (half its bytes, so they are not grown); says whether
     /// the engine took them.
-    fn encode_whole<P>(&self, text: &str, head: &[u32], full: bool, encode: impl FnOnce() -> P) -> (P, bool) {
+    fn encode_whole<P>(&self, text: &str, head: &[(u32, u32)], full: bool, encode: impl FnOnce() -> P) -> (P, bool) {
         if head.is_empty() || !self.lends_columns() {
             return (encode(), false);
         }
@@ -782,7 +782,7 @@ impl Tokenizer {
     /// through `engine::out::Out`, columns for the first one allocated here, on the calling
     /// thread, with room for the whole text's tokens (every column, or ids only without `full`);
     /// `None` for a text too short to cut, encoded whole.
-    fn planned(&self, text: &str, full: bool, head: &[u32]) -> Option<Planned> {
+    fn planned(&self, text: &str, full: bool, head: &[(u32, u32)]) -> Option<Planned> {
         let planning = trace::span("plan", 0);
         let cuts = self.cut_points(text);
         drop(planning);

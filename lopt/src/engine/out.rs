@@ -45,13 +45,13 @@ pub(crate) struct Columns {
 
 impl Columns {
     /// Room for `rows` rows in every column, or only in `ids` without `full` (ids-only calls),
-    /// after `head` (the template's opening special tokens, or nothing) written in front of the
-    /// rows to come: in `ids`, and with `full` in `offsets` as `(0, 0)`. Pages that no row
-    /// reaches are never touched.
-    pub(crate) fn headed(head: &[u32], rows: usize, full: bool) -> Columns {
+    /// after `head` (the template's opening special tokens as `(id, type id)`, as the template
+    /// holds them, or nothing) written in front of the rows to come: their ids in `ids`, and with
+    /// `full` `(0, 0)` in `offsets`. Pages that no row reaches are never touched.
+    pub(crate) fn headed(head: &[(u32, u32)], rows: usize, full: bool) -> Columns {
         let other = if full { rows } else { 0 };
         let mut ids = Vec::with_capacity(head.len() + rows);
-        ids.extend_from_slice(head);
+        ids.extend(head.iter().map(|&(id, _)| id));
         let mut offsets = Vec::with_capacity(if full { head.len() } else { 0 } + other);
         if full {
             offsets.resize(head.len(), (0, 0));
@@ -66,15 +66,21 @@ impl Columns {
 /// whose offsets are `(0, 0)`. A segment of ordinary columns has offsets and word ids of one
 /// length, so with a head this tells the two apart (ids-only segments have neither: there the
 /// lending's report that the columns were taken decides).
-pub(crate) fn headed(segment: &Segment, head: &[u32], full: bool) -> bool {
+pub(crate) fn headed(segment: &Segment, head: &[(u32, u32)], full: bool) -> bool {
     let h = head.len();
-    let ids = segment.ids.get(..h) == Some(head);
+    let ids = starts_with_head(&segment.ids, head);
     if !full {
         return ids && segment.offsets.is_empty() && segment.word_ids.is_empty();
     }
     ids && segment.offsets.len() == segment.ids.len()
         && segment.word_ids.len() + h == segment.ids.len()
         && segment.offsets[..h].iter().all(|&o| o == (0, 0))
+}
+
+/// Whether `ids` start with the ids of `head` (`(id, type id)` rows, as [`Columns::headed`]
+/// takes them).
+pub(crate) fn starts_with_head(ids: &[u32], head: &[(u32, u32)]) -> bool {
+    ids.len() >= head.len() && ids.iter().zip(head).all(|(&id, &(want, _))| id == want)
 }
 
 thread_local! {
@@ -310,7 +316,7 @@ mod tests {
     #[test]
     fn lent_head_stays_in_front() {
         fn check<const FULL: bool>(room: usize) {
-            let head = [101u32, 7];
+            let head = [(101u32, 0u32), (7, 0)];
             let (mut out, taken) = lending(Columns::headed(&head, room, FULL), || Out::<FULL>::with_capacity(1));
             assert!(taken);
             for k in 0..1000u32 {
@@ -318,7 +324,7 @@ mod tests {
             }
             let seg = out.finish();
             assert!(headed(&seg, &head, FULL));
-            let ids: Vec<u32> = head.iter().copied().chain(0..1000).collect();
+            let ids: Vec<u32> = [101, 7].into_iter().chain(0..1000).collect();
             assert_eq!(seg.ids, ids);
             if FULL {
                 let offsets: Vec<(usize, usize)> =
@@ -344,7 +350,7 @@ mod tests {
     /// starts without the head.
     #[test]
     fn unwinding_lends_no_head_on() {
-        let unwound = std::panic::catch_unwind(|| lending(Columns::headed(&[101], 10, true), || panic!("engine")));
+        let unwound = std::panic::catch_unwind(|| lending(Columns::headed(&[(101, 0)], 10, true), || panic!("engine")));
         assert!(unwound.is_err());
         let mut out = Out::<true>::with_capacity(4);
         out.row(5, (0, 1), 0);
