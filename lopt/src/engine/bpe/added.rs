@@ -15,7 +15,7 @@
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use aho_corasick::{AhoCorasick, MatchKind};
+use aho_corasick::{AhoCorasick, Anchored, Input, MatchKind, StartKind};
 use regex::Regex;
 use serde_json::Value;
 
@@ -34,6 +34,59 @@ struct Pass {
     flags: Vec<Flags>,
     /// Some pattern has a flag: the slow path with the whitespace/word rules is needed.
     any_flags: bool,
+    /// The patterns' first bytes, when they are 4 to [`START_BYTES`] different ones: the
+    /// automaton's own filter skips ahead to a possible start only for up to 3 (gemma3's 6,415
+    /// tokens start with 5: `<`, `[`, `\n`, `\t` and `▁`'s lead byte, and its scan walked the
+    /// automaton byte by byte, about 27 instructions a byte), so these are skipped to here and
+    /// the automaton tried there anchored ([`find_from`]).
+    starts: Option<StartBytes>,
+}
+
+/// Up to this many different first bytes are skipped to by [`StartBytes`].
+const START_BYTES: usize = 8;
+
+/// The first bytes of a pass's patterns (see [`Pass::starts`]): every match starts at one.
+#[derive(Debug)]
+struct StartBytes {
+    /// Each first byte, the list padded with the first one (so the test has no length).
+    set: [u8; START_BYTES],
+    table: [bool; 256],
+}
+
+impl StartBytes {
+    /// The first byte of a set of at least one distinct bytes, up to [`START_BYTES`].
+    fn new(firsts: &[u8]) -> Option<StartBytes> {
+        let first = *firsts.first()?;
+        if firsts.len() > START_BYTES {
+            return None;
+        }
+        let mut set = [first; START_BYTES];
+        let mut table = [false; 256];
+        for (slot, &b) in set.iter_mut().zip(firsts) {
+            *slot = b;
+            table[usize::from(b)] = true;
+        }
+        Some(StartBytes { set, table })
+    }
+
+    /// The first position from `at` on whose byte is a first byte, if any: 16 bytes at a time
+    /// (compares the compiler makes vector code of) until a block has one, then byte by byte.
+    #[inline]
+    fn next(&self, bytes: &[u8], mut at: usize) -> Option<usize> {
+        while let Some(block) = bytes.get(at..at + 16) {
+            let mut any = false;
+            for &b in block {
+                for &s in &self.set {
+                    any |= b == s;
+                }
+            }
+            if any {
+                break;
+            }
+            at += 16;
+        }
+        bytes.get(at..)?.iter().position(|&b| self.table[usize::from(b)]).map(|k| at + k)
+    }
 }
 
 /// The added vocabulary of one tokenizer.
@@ -141,8 +194,15 @@ impl Pass {
         if patterns.is_empty() {
             return Ok(None);
         }
+        let mut firsts: Vec<u8> = patterns.iter().filter_map(|p| p.0.as_bytes().first().copied()).collect();
+        firsts.sort_unstable();
+        firsts.dedup();
+        // An empty pattern would match anywhere.
+        let starts =
+            if firsts.len() > 3 && patterns.iter().all(|p| !p.0.is_empty()) { StartBytes::new(&firsts) } else { None };
         let automaton = AhoCorasick::builder()
             .match_kind(MatchKind::LeftmostLongest)
+            .start_kind(if starts.is_some() { StartKind::Both } else { StartKind::Unanchored })
             .build(patterns.iter().map(|p| &p.0))
             .map_err(|e| format!("added tokens: {e}"))?;
         let any_flags = patterns.iter().any(|p| p.2 != Flags::default());
@@ -151,7 +211,26 @@ impl Pass {
             ids: patterns.iter().map(|p| p.1).collect(),
             flags: patterns.iter().map(|p| p.2).collect(),
             any_flags,
+            starts,
         }))
+    }
+}
+
+/// The leftmost-longest match of `pass` that starts at `at` or later, as the automaton's
+/// unanchored search from `at` finds it, for a pass with first bytes `starts` ([`Pass::starts`]):
+/// every match starts at one of them, so the leftmost one is the anchored match at the first such position where
+/// there is one, and the longest one there is what the anchored leftmost-longest search returns.
+#[inline]
+fn find_from(pass: &Pass, starts: &StartBytes, text: &str, mut at: usize) -> Option<aho_corasick::Match> {
+    let bytes = text.as_bytes();
+    loop {
+        at = starts.next(bytes, at)?;
+        match pass.automaton.try_find(Input::new(text).range(at..).anchored(Anchored::Yes)) {
+            Ok(Some(m)) => return Some(m),
+            Ok(None) => at += 1,
+            // Not built for anchored searches (it is): the unanchored search from here.
+            Err(_) => return pass.automaton.find(Input::new(text).range(at..)),
+        }
     }
 }
 
@@ -166,7 +245,18 @@ fn split(pass: Option<&Pass>, text: &str, piece: &mut dyn FnMut(Option<u32>, usi
     };
     let rules = if pass.any_flags { rules() } else { None };
     let mut done = 0;
-    for m in pass.automaton.find_iter(text) {
+    // Without first bytes to skip to, the automaton's own scan; with them, the next search starts
+    // at the end of the last match, dropped or not, as in that scan (no pattern is empty).
+    let mut scan = pass.starts.is_none().then(|| pass.automaton.find_iter(text));
+    let mut at = 0;
+    loop {
+        let found = match (&mut scan, &pass.starts) {
+            (Some(scan), _) => scan.next(),
+            (None, Some(starts)) => find_from(pass, starts, text, at),
+            (None, None) => None,
+        };
+        let Some(m) = found else { break };
+        at = m.end();
         let (mut start, mut stop) = (m.start(), m.end());
         let k = m.pattern().as_usize();
         let flags = pass.flags[k];
@@ -222,6 +312,36 @@ mod tests {
             splits(&v, "x<a>known<b>"),
             vec![(None, "x".into()), (Some(100), "<a>".into()), (Some(7), "known".into()), (Some(101), "<b>".into())]
         );
+    }
+
+    /// With 4 or more first bytes the matches are found by skipping to a first byte and an
+    /// anchored search there: the same matches as the automaton's own scan, on random text made
+    /// of the patterns' pieces (prefixes of each other, overlapping, multi-byte first bytes).
+    #[test]
+    fn skipping_to_first_bytes_finds_the_same_matches() {
+        let patterns = ["<a>", "<ab>", "<a", "\n\n", "\n\n\n", "\t\t", "▁▁", "▁x", "[x]", "ab<", "<<"];
+        let tokens: Vec<Value> =
+            patterns.iter().map(|p| serde_json::json!({"content": p, "special": true, "normalized": false})).collect();
+        let v = vocab(Value::Array(tokens));
+        let pass = v.raw.as_ref().unwrap();
+        assert!(pass.starts.is_some(), "6 first bytes");
+        let reference = AhoCorasick::builder().match_kind(MatchKind::LeftmostLongest).build(patterns).unwrap();
+        let pool: Vec<char> = "<ab>\n\t▁x[] yé".chars().collect();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for round in 0..20_000 {
+            crate::engine::xorshift(&mut state);
+            let len = (round % 40) + (state % 8) as usize;
+            let text: String = (0..len).map(|k| pool[((state >> (k % 56)) as usize + k * 7) % pool.len()]).collect();
+            let expected: Vec<(usize, usize, usize)> =
+                reference.find_iter(&text).map(|m| (m.pattern().as_usize(), m.start(), m.end())).collect();
+            let mut got = Vec::new();
+            let mut at = 0;
+            while let Some(m) = find_from(pass, pass.starts.as_ref().unwrap(), &text, at) {
+                at = m.end();
+                got.push((m.pattern().as_usize(), m.start(), m.end()));
+            }
+            assert_eq!(got, expected, "{text:?}");
+        }
     }
 
     #[test]
