@@ -269,3 +269,62 @@ fn nfkc_compatibility_characters_next_to_cuts() {
         );
     }
 }
+
+/// A tokenizer that cuts a text in two halves (two threads, no chunk size): the two-segment join
+/// of `merge::Gather`, whose edges the `join_` tests below reach.
+fn halves(name: &str) -> Option<Tokenizer> {
+    let Some(path) = fixture(name) else {
+        eprintln!("NOTICE: fixture {name} absent; test skipped");
+        return None;
+    };
+    Some(TokenizerBuilder::new().threads(2).min_parallel_bytes(0).build_from_file(path).unwrap())
+}
+
+/// The second segment starts with a word that WordPiece writes piece by piece and then withdraws
+/// (`hello` then `##😀` unknown: the whole word is `[UNK]`), so its `Out` truncates rows back to
+/// the segment's first row: the rows joined after the first segment are the ones that stayed
+/// (the reason the join cannot stream a segment's rows while it is encoded).
+#[test]
+fn join_wordpiece_withdraws_rows_at_the_second_segments_start() {
+    let Some(tokenizer) = halves("bert-base-uncased") else { return };
+    for n in [3, 40, 401] {
+        let text = "hello\u{1f600} ".repeat(n);
+        assert_eq!(tokenizer.cut_points(&text).len(), 1, "{n}");
+        assert_exact(&tokenizer, &text);
+        let encoding = tokenizer.encode(&text, false).unwrap();
+        assert!(encoding.tokens().iter().all(|t| t == "[UNK]"));
+    }
+}
+
+/// A first segment of one token per byte: its row count reaches its byte count, the bound that a
+/// join placing the second segment at the first's byte length would rely on (tokens <= bytes).
+/// In qwen3 `\u{1}`, ` ` and a digit are one token each, and the cut falls right after a digit.
+#[test]
+fn join_first_segment_of_a_token_per_byte() {
+    let Some(tokenizer) = halves("qwen3") else { return };
+    let mut exact = 0;
+    for n in [100, 1000, 10_000] {
+        for digits in [n - 1, n - 6] {
+            let text = format!("{}\u{1}{}", "\u{1} ".repeat(n - 1), " 1".repeat(digits));
+            let cuts = tokenizer.cut_points(&text);
+            if let [cut] = cuts[..] {
+                exact += usize::from(tokenizer.encode(&text[..cut], false).unwrap().len() == cut);
+            }
+            assert_exact(&tokenizer, &text);
+        }
+    }
+    assert!(exact > 0, "no first segment of a token per byte");
+}
+
+/// A second segment of spaces alone has no token: nothing is joined after the first.
+#[test]
+fn join_empty_second_segment() {
+    let Some(tokenizer) = halves("bert-base-uncased") else { return };
+    for n in [10, 200, 5000] {
+        let text = format!("hello world{}", " ".repeat(n));
+        let cuts = tokenizer.cut_points(&text);
+        assert_eq!(cuts.len(), 1, "{n}");
+        assert!(text[cuts[0]..].trim().is_empty(), "{n}");
+        assert_exact(&tokenizer, &text);
+    }
+}
