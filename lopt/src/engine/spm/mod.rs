@@ -51,6 +51,11 @@ pub(crate) struct SpmEngine {
     /// the normalized character's id and the characters its symbols show at their ends (`<` and
     /// `>` for byte tokens).
     ascii: [(u32, char, char); 128],
+    /// For each pair of raw ASCII characters `(a, b)`, bit `b % 64` of `ascii_joins[2 * a + b /
+    /// 64]`: whether [`Junctions::joins`] joins `a`'s right edge to `b`'s left one
+    /// ([`Self::edges`]), so that a run of ASCII text is cut with one bit test a character
+    /// ([`ascii_joins`]; base64: the edges and the junction test were 36 instructions a byte).
+    ascii_joins: Box<[u64; 256]>,
     /// Replacements of non-ASCII characters.
     map: CharMap,
     /// The prefix's token id and character.
@@ -108,6 +113,7 @@ impl SpmEngine {
             model,
             junctions: rule.junctions,
             ascii: [(u32::MAX, '<', '>'); 128],
+            ascii_joins: Box::new([0; 256]),
             map,
             prefix,
             caches: Mutex::new(Vec::new()),
@@ -118,6 +124,13 @@ impl SpmEngine {
                 Some(id) => (id, c, c),
                 None => (u32::MAX, '<', '>'),
             };
+        }
+        for a in 0..128 {
+            for b in 0..128 {
+                if engine.junctions.joins(engine.ascii[a].2, engine.ascii[b].1) {
+                    engine.ascii_joins[2 * a + b / 64] |= 1 << (b % 64);
+                }
+            }
         }
         Ok(engine)
     }
@@ -184,6 +197,13 @@ struct Run<'a> {
     tokens: Vec<(u32, u32)>,
 }
 
+/// Whether the raw ASCII characters `a` then `b` may be joined by a merge (see
+/// [`SpmEngine::ascii_joins`]).
+#[inline(always)]
+fn ascii_joins(table: &[u64; 256], a: u8, b: u8) -> bool {
+    table[usize::from(a) << 1 | usize::from(b >> 6)] >> (b & 63) & 1 != 0
+}
+
 #[inline(always)]
 fn is_char_start(b: u8) -> bool {
     (b as i8) >= -0x40
@@ -197,10 +217,25 @@ impl Run<'_> {
         let bytes = text.as_bytes();
         let mut from = start;
         let mut first = prefixed && engine.prefix.is_some();
+        // The previous character's byte when it is ASCII, else `NOT_ASCII` (then `prev_right`
+        // is its right edge, `None` before the first character).
+        const NOT_ASCII: u8 = 0x80;
+        let mut prev = NOT_ASCII;
         let mut prev_right: Option<char> = None;
         let mut i = start;
         while i < end {
             let b = bytes[i];
+            if (prev | b) < 0x80 {
+                // Two ASCII characters: `engine.junctions.joins` of their edges, by the table.
+                if !ascii_joins(&engine.ascii_joins, prev, b) {
+                    self.sub_piece(text, from, i, first);
+                    first = false;
+                    from = i;
+                }
+                prev = b;
+                i += 1;
+                continue;
+            }
             let (c, len) = if b < 0x80 {
                 (char::from(b), 1)
             } else {
@@ -208,14 +243,16 @@ impl Run<'_> {
                 (c, c.len_utf8())
             };
             let (left, right) = engine.edges(c);
-            if let Some(prev) = prev_right {
-                if !engine.junctions.joins(prev, left) {
+            let edge = if prev < 0x80 { Some(engine.ascii[usize::from(prev)].2) } else { prev_right };
+            if let Some(edge) = edge {
+                if !engine.junctions.joins(edge, left) {
                     self.sub_piece(text, from, i, first);
                     first = false;
                     from = i;
                 }
             }
             prev_right = Some(right);
+            prev = if b < 0x80 { b } else { NOT_ASCII };
             i += len;
         }
         self.sub_piece(text, from, end, first);
