@@ -11,6 +11,15 @@
 //! mode, only the ids): a run-time flag cost a test per token in the engines' hottest loops, which
 //! already know their mode at compile time.
 //!
+//! Rows that no one reads back soon may be written with streaming stores ([`Out::row_final`],
+//! x86-64's `movnti`; plain stores elsewhere and under the feature `scalar-pretok`): a fresh
+//! English encode writes about 24 bytes a token (ids 4, offsets 16, word ids 4), each 1 MB
+//! document sweeping the 2 MiB L2 several times, and through the cache those lines pushed out
+//! the merge and word-cache tables and the text not yet scanned (callgrind: 454 K of 498 K
+//! last-level write misses of a qwen3 English encode are the rows). Streamed rows go to memory
+//! without taking cache lines. They are weakly ordered, so every path that reads, regrows, hands
+//! over or frees the columns fences them first (`sync_lens`, `Drop`).
+//!
 //! Invariants: rows `0..len` of every written column are initialized; `len <= cap`, where `cap`
 //! is at most the capacity of every written column (only `ids` in ids-only mode, whose other
 //! columns stay empty). The vectors' own lengths are set from `len` by [`Out::finish`] (and before
@@ -110,6 +119,11 @@ pub(crate) fn lending<R>(columns: Columns, encode: impl FnOnce() -> R) -> (R, bo
     (result, taken)
 }
 
+/// The reservation from which an [`Out`] streams its rows ([`Out::row_final`]): 32 K rows, a
+/// text of 64 KB or more for the byte-level BPE engine (which reserves a row per 2 bytes), whose
+/// rows take about 400 KB (a fifth of the L2) or more.
+const STREAM_ROWS: usize = 1 << 15;
+
 /// The segment being written, with offsets and word ids when `FULL`; see the module
 /// documentation.
 pub(crate) struct Out<const FULL: bool> {
@@ -126,6 +140,10 @@ pub(crate) struct Out<const FULL: bool> {
     offsets_at: *mut (usize, usize),
     /// Rows written.
     len: usize,
+    /// Whether [`Out::row_final`] streams its rows: only for segments reserved at least
+    /// [`STREAM_ROWS`] rows, whose columns outgrow a good part of the L2; a short text's rows are
+    /// better left in the cache for the caller, who reads them next.
+    stream: bool,
     /// Rows that fit in every written column.
     cap: usize,
     /// Pre-tokens and added tokens so far ([`Segment::words`]).
@@ -160,6 +178,7 @@ impl<const FULL: bool> Out<FULL> {
             offsets_at: std::ptr::null_mut(),
             len: 0,
             cap: 0,
+            stream: capacity >= STREAM_ROWS,
             words: 0,
             added_words: Vec::new(),
         };
@@ -188,6 +207,7 @@ impl<const FULL: bool> Out<FULL> {
 
     /// Sets the vectors' lengths to the rows written (after the head).
     fn sync_lens(&mut self) {
+        stream::fence();
         // SAFETY: the head's rows and rows `0..len` after them of every written column were
         // initialized (by `Columns::headed`, then `row`/`id`), and `head + len <= head + cap`,
         // within the capacity of `ids` and, with `FULL`, of `offsets` (`len <= cap` <= capacity
@@ -238,6 +258,38 @@ impl<const FULL: bool> Out<FULL> {
         self.len = at + 1;
     }
 
+    /// [`Out::row`] with streaming stores: the row goes to memory without taking cache lines
+    /// from the tables the engine reads (see the module documentation). For engines that never
+    /// read a row back nor rewrite it (byte-level BPE); the rows are the same as `row`'s. Plain
+    /// stores for a short segment (`stream`).
+    #[inline(always)]
+    pub(crate) fn row_final(&mut self, id: u32, offsets: (usize, usize), word: u32) {
+        if !self.stream {
+            return self.row(id, offsets, word);
+        }
+        if self.len >= self.cap {
+            self.reserve(self.len.max(64));
+        }
+        let at = self.len;
+        // SAFETY: as in `row` (`at < cap`, checked above, and every pointer is its column's row
+        // 0 within an allocation of at least `cap` more rows); `stream` writes each whole
+        // value, and `sync_lens` fences them before any other access to the columns.
+        unsafe {
+            stream::u32(self.ids_at.add(at), id);
+            if FULL {
+                stream::pair(self.offsets_at.add(at), offsets);
+                stream::u32(self.word_ids.as_mut_ptr().add(at), word);
+            }
+        }
+        self.len = at + 1;
+    }
+
+    /// [`Out::id`] with streaming stores ([`Out::row_final`]).
+    #[inline(always)]
+    pub(crate) fn id_final(&mut self, id: u32) {
+        self.row_final(id, (0, 0), 0);
+    }
+
     /// Appends one token's id alone: the ids-only mode's row. Should the columns be full, the
     /// row gets empty offsets and word 0, so that every written column stays initialized.
     #[inline(always)]
@@ -250,12 +302,76 @@ impl<const FULL: bool> Out<FULL> {
     pub(crate) fn finish(mut self) -> Segment {
         self.sync_lens();
         Segment {
-            ids: self.ids,
+            ids: std::mem::take(&mut self.ids),
             tokens: Vec::new(),
-            offsets: self.offsets,
-            word_ids: self.word_ids,
+            offsets: std::mem::take(&mut self.offsets),
+            word_ids: std::mem::take(&mut self.word_ids),
             words: self.words,
-            added_words: self.added_words,
+            added_words: std::mem::take(&mut self.added_words),
+        }
+    }
+}
+
+impl<const FULL: bool> Drop for Out<FULL> {
+    /// Fences the streaming stores of an `Out` dropped unfinished (an engine call that unwinds),
+    /// before its columns go back to the allocator, which may hand them to another thread.
+    fn drop(&mut self) {
+        stream::fence();
+    }
+}
+
+/// Stores that bypass the caches ([`Out::row_final`]): x86-64's `movnti` (SSE2, which every
+/// x86-64 has), else plain stores, which are also the twin that the feature `scalar-pretok`
+/// selects so that the test suite runs both. A streamed store is weakly ordered: [`fence`] must
+/// run after the last one and before the memory is read, handed to another thread or freed.
+mod stream {
+    /// Whether stores stream (x86-64 without the feature `scalar-pretok`).
+    const STREAM: bool = cfg!(all(target_arch = "x86_64", not(feature = "scalar-pretok")));
+
+    /// Stores `value` at `at`.
+    ///
+    /// # Safety
+    /// `at` is valid for a write of a `u32` and aligned.
+    #[inline(always)]
+    pub(super) unsafe fn u32(at: *mut u32, value: u32) {
+        #[cfg(target_arch = "x86_64")]
+        if STREAM {
+            // SAFETY: the caller's precondition; `movnti` needs no more (SSE2 is part of x86-64).
+            unsafe { std::arch::x86_64::_mm_stream_si32(at.cast::<i32>(), value as i32) };
+            return;
+        }
+        // SAFETY: the caller's precondition.
+        unsafe { at.write(value) };
+    }
+
+    /// Stores the pair `value` at `at`, each half by itself (so whatever the tuple's layout).
+    ///
+    /// # Safety
+    /// `at` is valid for a write of a `(usize, usize)` and aligned.
+    #[inline(always)]
+    pub(super) unsafe fn pair(at: *mut (usize, usize), value: (usize, usize)) {
+        #[cfg(target_arch = "x86_64")]
+        if STREAM {
+            // SAFETY: the caller's precondition; each field of an aligned tuple is an aligned
+            // `usize`, which is an `i64` on x86-64.
+            unsafe {
+                std::arch::x86_64::_mm_stream_si64(std::ptr::addr_of_mut!((*at).0).cast::<i64>(), value.0 as i64);
+                std::arch::x86_64::_mm_stream_si64(std::ptr::addr_of_mut!((*at).1).cast::<i64>(), value.1 as i64);
+            }
+            return;
+        }
+        // SAFETY: the caller's precondition.
+        unsafe { at.write(value) };
+    }
+
+    /// Orders the streamed stores before every later memory access of this thread (`sfence`);
+    /// nothing where stores do not stream.
+    #[inline(always)]
+    pub(super) fn fence() {
+        #[cfg(target_arch = "x86_64")]
+        if STREAM {
+            // SAFETY: `sfence` has no precondition (SSE, part of x86-64).
+            unsafe { std::arch::x86_64::_mm_sfence() };
         }
     }
 }
@@ -264,13 +380,20 @@ impl<const FULL: bool> Out<FULL> {
 mod tests {
     use super::*;
 
-    /// Rows come out as written, in both modes, through many regrowths from a tiny start.
+    /// Rows come out as written, in both modes and by both writers (plain and streaming stores),
+    /// through many regrowths from a tiny start.
     #[test]
     fn rows_survive_growth() {
-        fn check<const FULL: bool>() {
+        fn check<const FULL: bool>(streamed: bool) {
             let mut out = Out::<FULL>::with_capacity(1);
+            // Streamed from a tiny start (a short segment's rows are written plainly).
+            out.stream = streamed;
             for k in 0..10_000u32 {
-                out.row(k, (k as usize, k as usize + 1), k / 3);
+                if streamed {
+                    out.row_final(k, (k as usize, k as usize + 1), k / 3);
+                } else {
+                    out.row(k, (k as usize, k as usize + 1), k / 3);
+                }
             }
             out.words = 7;
             let seg = out.finish();
@@ -283,8 +406,33 @@ mod tests {
             }
             assert_eq!(seg.words, 7);
         }
-        check::<true>();
-        check::<false>();
+        for streamed in [false, true] {
+            check::<true>(streamed);
+            check::<false>(streamed);
+        }
+    }
+
+    /// Streamed rows after a lent head, and an `Out` dropped unfinished (its fence), leave the
+    /// columns as plain rows would.
+    #[test]
+    fn streamed_rows_follow_the_head() {
+        let head = [(101u32, 0u32)];
+        let (mut out, taken) = lending(Columns::headed(&head, 3, true), || Out::<true>::with_capacity(1));
+        assert!(taken);
+        out.stream = true;
+        for k in 0..500u32 {
+            out.row_final(k, (k as usize, k as usize + 2), k);
+            out.id_final(k + 1);
+        }
+        let seg = out.finish();
+        assert!(headed(&seg, &head, true));
+        assert_eq!(seg.ids[..5], [101, 0, 1, 1, 2]);
+        assert_eq!(seg.offsets[1..4], [(0, 2), (0, 0), (1, 3)]);
+        assert_eq!(seg.word_ids[..4], [0, 0, 1, 0]);
+        let mut dropped = Out::<true>::with_capacity(STREAM_ROWS);
+        assert!(dropped.stream);
+        dropped.row_final(1, (0, 1), 0);
+        drop(dropped);
     }
 
     /// Columns lent by the caller are written by the first `Out` only, and only inside

@@ -395,7 +395,7 @@ fn push_tokens<const FULL: bool>(
 ) {
     if !FULL {
         for &(id, _) in tokens {
-            out.id(id);
+            out.id_final(id);
         }
         return;
     }
@@ -403,13 +403,13 @@ fn push_tokens<const FULL: bool>(
     if text.aligned.is_none() && !splits {
         for &(id, end) in tokens {
             let end = start + end as usize;
-            out.row(id, (pos, end), word);
+            out.row_final(id, (pos, end), word);
             pos = end;
         }
     } else {
         for &(id, end) in tokens {
             let end = start + end as usize;
-            out.row(id, text.original(pos, end), word);
+            out.row_final(id, text.original(pos, end), word);
             pos = end;
         }
     }
@@ -426,11 +426,11 @@ fn push_hit<const FULL: bool>(
     word: u32,
 ) {
     match hit {
-        Hit::One(id) if !FULL => out.id(id),
+        Hit::One(id) if !FULL => out.id_final(id),
         Hit::One(id) => {
             // One token covers the word, whose ends are character boundaries.
             let offsets = if text.aligned.is_none() { (start, end) } else { text.original(start, end) };
-            out.row(id, offsets, word);
+            out.row_final(id, offsets, word);
         }
         Hit::Many(tokens) => push_tokens::<FULL>(out, text, start, tokens, splits, word),
     }
@@ -439,7 +439,7 @@ fn push_hit<const FULL: bool>(
 impl<const FULL: bool> Run<'_, FULL> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
         let word = self.out.words;
-        self.out.row(id, offsets, word);
+        self.out.row_final(id, offsets, word);
         self.out.added_words.push(word);
         self.out.words += 1;
     }
