@@ -22,7 +22,7 @@
 //! bytes are kept in `keys` to check a hit. A one-token word keeps its id in the entry; others
 //! keep their tokens (id and end within the word) in `tokens`.
 
-use super::table::{Doorkeeper, U64Map};
+use super::table::{huge_vec, Doorkeeper, U64Map};
 
 /// Words up to this many bytes are cached; longer ones are rare and each is merged. Long
 /// pre-tokens repeat more than they seem to (indentation and separator runs such as 60 spaces or
@@ -327,7 +327,8 @@ struct SeedSlot {
 ///
 /// Memory bound: at most `3 * 32` bytes per vocabulary entry for the slots (a power of two at
 /// least 4/3 of the entries) plus 8 bytes per token of entries that are not one token (8 MiB for
-/// Qwen3's 150K entries), plus a 128 KiB Bloom filter.
+/// Qwen3's 150K entries), plus a 128 KiB Bloom filter. The slots are allocated by
+/// [`huge_vec`] (huge pages, up to 2 MiB more address space).
 #[derive(Default)]
 pub(crate) struct SeedCache {
     slots: Vec<SeedSlot>,
@@ -382,7 +383,7 @@ impl SeedCache {
     pub(crate) fn new<'w>(count: usize, words: impl Iterator<Item = (&'w [u8], &'w [(u32, u32)])>) -> SeedCache {
         let cap = (count.max(8) * 4 / 3 + 1).next_power_of_two();
         let mut cache = SeedCache {
-            slots: vec![SeedSlot::default(); cap],
+            slots: huge_vec(cap, SeedSlot::default()),
             shift: 64 - cap.trailing_zeros(),
             mask: cap - 1,
             tokens: Vec::new(),

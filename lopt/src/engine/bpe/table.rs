@@ -1,12 +1,58 @@
 //! Flat open-addressing tables for the two hot lookups of the engine: [`U64Map`] (`u64` keys to
 //! `u64` values: the pre-token cache) and [`MergeMap`] (adjacent pair to merge rank), and the
-//! pre-token cache's admission filter [`Doorkeeper`] (keys seen once).
+//! pre-token cache's admission filter [`Doorkeeper`] (keys seen once), and [`huge_vec`], the
+//! allocation of the large read-mostly tables in huge pages.
 //!
 //! Why not `HashMap`: both lookups are on the critical path of every byte, keys are already
 //! well-mixed integers, and a flat array with linear probing costs one cache line per lookup and
 //! no indirection. Invariants: the capacity is a power of two, at most three quarters full (so
 //! probes stay short and a free slot always exists), or zero ([`U64Map::default`], where every
 //! probe reads past the slots and misses); `EMPTY` is never a key.
+
+/// Bytes of a transparent huge page (x86-64 and aarch64 Linux with 4 KiB base pages).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// `len` copies of `fill`, in memory that the kernel is asked to back with huge pages (Linux's
+/// `MADV_HUGEPAGE`, given before the first touch) when the vector spans one: the merge table and
+/// the seeded cache are read at random, one or two lines a lookup, over 2-6 MiB, so with 4 KiB
+/// pages nearly every lookup that misses the caches also misses the TLB (the simulated caches do
+/// not see that cost). The capacity has one huge page to spare, so that the huge pages run to the
+/// end of the data (the kernel backs only aligned 2 MiB blocks inside the range; the part before
+/// the first boundary keeps small pages). Memory: at most [`HUGE_PAGE`] bytes more than `len`
+/// elements, of address space; its pages are touched only where a huge page straddles the end.
+/// Only a hint: where the kernel declines (THP off, no free huge pages), the pages are small, as
+/// before, and the contents are the same either way.
+pub(crate) fn huge_vec<T: Clone>(len: usize, fill: T) -> Vec<T> {
+    let size = std::mem::size_of::<T>().max(1);
+    if len.saturating_mul(size) < HUGE_PAGE {
+        return vec![fill; len];
+    }
+    let mut v = Vec::with_capacity(len + HUGE_PAGE / size);
+    advise_huge(v.as_mut_ptr() as usize, v.capacity() * size);
+    v.resize(len, fill);
+    v
+}
+
+/// Asks the kernel to back the whole pages of `addr..addr + bytes` (an allocation of ours, not
+/// yet touched) with huge pages.
+#[cfg(target_os = "linux")]
+fn advise_huge(addr: usize, bytes: usize) {
+    const PAGE: usize = 4096;
+    let start = addr.next_multiple_of(PAGE);
+    let end = addr.saturating_add(bytes) & !(PAGE - 1);
+    if start < addr || end <= start {
+        return;
+    }
+    // SAFETY: `start..end` lies inside the caller's allocation (checked just above: rounded
+    // inwards to whole pages), and `MADV_HUGEPAGE` changes only which page size the kernel uses
+    // to back it, never its contents or its mapping; a refusal (an error code) is ignored.
+    unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge(_addr: usize, _bytes: usize) {}
 
 /// The reserved key of a free slot.
 pub(crate) const EMPTY: u64 = u64::MAX;
@@ -226,7 +272,8 @@ impl Doorkeeper {
 /// below [`GRID_IDS`], the rank and merged id the hashed table holds for it (or `(NO_RANK, 0)`), and `merged` the
 /// id of every rank. Memory: 16 bytes a slot (a power of two, at least 4/3 of the merges), 1 byte
 /// of Bloom filter per merge (a power of two, at least 512 B), 4 bytes per merge for `merged`, and
-/// the grid's `8 * GRID_IDS^2` bytes (2 MiB).
+/// the grid's `8 * GRID_IDS^2` bytes (2 MiB); the slots and the grid are allocated by
+/// [`huge_vec`] (up to 2 MiB more address space each).
 #[derive(Clone, Debug)]
 pub(crate) struct MergeMap {
     /// `(pair << rank_bits | rank, merged id)`.
@@ -270,7 +317,7 @@ impl MergeMap {
         let cap = (merges.len().max(8) * 4 / 3 + 1).next_power_of_two();
         let blocks = (merges.len() * 8 / 64).max(64).next_power_of_two();
         let mut map = MergeMap {
-            slots: vec![(EMPTY, 0); cap],
+            slots: huge_vec(cap, (EMPTY, 0)),
             shift: 64 - cap.trailing_zeros(),
             mask: cap - 1,
             id_bits,
@@ -278,7 +325,7 @@ impl MergeMap {
             merged: merges.iter().map(|&(_, _, m)| m).collect(),
             bloom: vec![0; blocks],
             bloom_shift: 64 - blocks.trailing_zeros(),
-            grid: vec![(NO_RANK, 0); (GRID_IDS * GRID_IDS) as usize],
+            grid: huge_vec((GRID_IDS * GRID_IDS) as usize, (NO_RANK, 0)),
         };
         for (rank, &(a, b, merged)) in merges.iter().enumerate() {
             map.insert(a, b, rank as u64, merged);
