@@ -9,8 +9,9 @@
 # target/release must hold the build being measured (cargo build --release -p lopt-cli -p
 # lopt-bench). DATA holds the test files: en30.jsonl and zh20.jsonl (the first 30 / 20 documents
 # of at least 200 KB of en_verylong / zh_long, cut to 1 MB), l7-en.jsonl (ten 200 KB English
-# documents) and patho-in/ (scripts/make_pathological.py's inputs plus zh.jsonl: 200 KB of prose,
-# then 1 MB of Chinese). PY is a Python with fastokens, nanotoken and tokenizers installed.
+# documents) and patho-in4/ (`scripts/make_pathological.py DATA/patho-in4 --docs 4`: 200 KB of
+# prose, then four 1 MB documents of each input; one 1 MB document's CPU time moves in steps of
+# 4 ms, too coarse for the pathological ratios). PY is a Python with fastokens, nanotoken and tokenizers installed.
 # Set PREFIX=1 to add the prefix-reuse run. Run it on a quiet machine: about 15 minutes on 2 cores.
 # scripts/peers-median.py "$OUT" prints the peers table, median of the three passes.
 set -u
@@ -39,8 +40,8 @@ for r in 1 2 3 4 5 6; do for f in en30 zh20; do for t in qwen3 llama3_1 deepseek
   done; done; done; done; done
 echo "== pathological, new binary, 1 thread, sync seed ($(uptime))" | tee -a $OUT/run.log
 echo "round,tokenizer,input,cpu_mb_per_s,wall_mb_per_s" > $OUT/patho.csv
-for r in 1 2; do for t in qwen3 deepseek_v3 llama3_1 gptoss gpt2 gpt4o claude gemma3 llama2; do for i in prose zh one_letter spaces digits one_cjk base64 minified_js; do
-  json=$(target/release/lopt bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$t/tokenizer.json $DATA/patho-in/$i.jsonl 2>/dev/null)
+for r in 1; do for t in qwen3 deepseek_v3 llama3_1 gptoss gpt2 gpt4o claude gemma3 llama2; do for i in prose zh one_letter spaces digits one_cjk base64 minified_js; do
+  json=$(target/release/lopt bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$t/tokenizer.json $DATA/patho-in4/$i.jsonl 2>/dev/null)
   python3 -c "import json,sys; d=json.loads(sys.argv[1]); print(f\"$r,$t,$i,{d['bytes']/1e6/d['cpu_seconds']:.2f},{d['mb_per_s']:.2f}\")" "$json" >> $OUT/patho.csv
 done; done; done
 if [ -n "${PREFIX:-}" ]; then echo "== prefix, qwen3 only (no SentencePiece change this session) ($(uptime))" | tee -a $OUT/run.log
@@ -52,7 +53,7 @@ for r in 1 2 3; do
     set -- $cell
     bins="$B/lopt target/release/lopt"; (( r % 2 == 0 )) && bins="target/release/lopt $B/lopt"
     for b in $bins; do
-      o=$($b bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$1/tokenizer.json $DATA/patho-in/$2.jsonl 2>/dev/null)
+      o=$($b bench --seed-cache sync --threads 1 --tokenizer ../shared/tokenizers/$1/tokenizer.json $DATA/patho-in4/$2.jsonl 2>/dev/null)
       echo "round=$r tok=$1 input=$2 bin=$b $o" >> $OUT/patho-ab.log
     done
   done
