@@ -29,9 +29,12 @@
 //! second's tokens with a compatible joint. Invariant of all: the tokens kept are
 //! pairwise compatible and spelled by the symbols they cover, so they are BPE of those symbols;
 //! the work stays linear (each window moves on by at least one token, failed joints are bounded).
+//! The windows of a word that starts with a digit read their pairs from a dense table of the
+//! short digit tokens' merges (`table::Dense`, filled from the merge table, so its answers are the
+//! merge table's), built with the search.
 
-use crate::engine::bpe::table::{MergeMap, U64Map, EMPTY, NO_RANK};
-use crate::engine::merge_core;
+use crate::engine::bpe::table::{Dense, MergeMap, U64Map, EMPTY, NO_RANK};
+use crate::engine::merge_core::{self, Pairs, WithDense};
 
 const NONE: u32 = u32::MAX;
 
@@ -81,7 +84,21 @@ pub(crate) struct Backtrack {
     /// By token id: how the merge of its symbols alone ends, for the rank walk of
     /// [`Self::compatible`].
     walks: Vec<History>,
+    /// The symbols of the dense alphabet (the digits, [`Self::with_digits`]; empty for none):
+    /// windows of words that start with one look their pairs up in [`Self::dense`].
+    digits: Vec<u32>,
+    /// The [`Dense`] table of the tokens spelled by at most [`DENSE_LEFT`] symbols of `digits`
+    /// (left) and at most [`DENSE_RIGHT`] (right), built with the search (claude: 1.3 ms, about
+    /// 1 MB; so that the first digit word does not wait for it); `None` when there is no token
+    /// of two or more digits.
+    dense: Option<Dense>,
 }
+
+/// Longest spelling, in symbols, of [`Backtrack::dense`]'s left and right tokens: random digits'
+/// window lookups are 91 % between tokens of at most 3 and at most 2 digits (claude, session 14's
+/// count), and the table is then about 1 MB (claude: 1,099 x 110 cells).
+const DENSE_LEFT: usize = 3;
+const DENSE_RIGHT: usize = 2;
 
 /// Reusable buffers of [`Backtrack::encode`].
 #[derive(Default)]
@@ -157,7 +174,28 @@ impl Backtrack {
             (trie(), walks())
         };
         let (trie, first, index, second, shorter) = built?;
-        Some(Backtrack { trie, first, index, second, shorter, starts, symbols, walks })
+        Some(Backtrack { trie, first, index, second, shorter, starts, symbols, walks, digits: Vec::new(), dense: None })
+    }
+
+    /// This search with `digits` (symbols) as the alphabet of its dense table of digit tokens'
+    /// merges under `merges` (the table it was built with), built now ([`Self::dense`]).
+    pub(crate) fn with_digits(mut self, merges: &MergeMap, digits: Vec<u32>) -> Backtrack {
+        self.digits = digits;
+        // Right tokens (shorter) first, so that they are a prefix of the left set.
+        let mut left: Vec<(usize, u32)> = (0..self.starts.len().saturating_sub(1) as u32)
+            .filter_map(|id| {
+                let s = self.spelling(id);
+                let short = !s.is_empty() && s.len() <= DENSE_LEFT;
+                (short && s.iter().all(|c| self.digits.contains(c))).then_some((s.len(), id))
+            })
+            .collect();
+        if left.iter().any(|&(len, _)| len >= 2) {
+            left.sort_unstable();
+            let right = left.iter().filter(|&&(len, _)| len <= DENSE_RIGHT).count();
+            let left: Vec<u32> = left.into_iter().map(|(_, id)| id).collect();
+            self.dense = Dense::new(merges, &left, right);
+        }
+        self
     }
 
     /// The compiled trie of the spellings (`ids`: those with one, shortest first) and each
@@ -341,7 +379,7 @@ impl Backtrack {
             scratch.memo = vec![(u64::MAX, false); MEMO];
         }
         scratch.tokens.clear();
-        let found = text.len() > WINDOW && self.windows(merges, text, scratch) || self.search(merges, text, scratch);
+        let found = text.len() > WINDOW && self.windows_of(merges, text, scratch) || self.search(merges, text, scratch);
         if found {
             let mut end = 0usize;
             for &id in &scratch.tokens {
@@ -350,6 +388,17 @@ impl Backtrack {
             }
         }
         found
+    }
+
+    /// [`Self::windows`] with the lookups of [`Self::dense`] where `text` starts with a digit
+    /// (the same answers as `merges`', from a table that stays in L2), else of `merges`.
+    fn windows_of(&self, merges: &MergeMap, text: &[u32], scratch: &mut Scratch) -> bool {
+        if let Some(dense) = &self.dense {
+            if text.first().is_some_and(|c| self.digits.contains(c)) {
+                return self.windows(merges, &WithDense(merges, dense), text, scratch);
+            }
+        }
+        self.windows(merges, merges, text, scratch)
     }
 
     /// BPE of `text` into `scratch.tokens` by windows (`false` when it gives up): merge the
@@ -381,7 +430,7 @@ impl Backtrack {
     /// there: every adjacent pair of the result is then compatible, so it is BPE (claim 1). Where
     /// they do not meet within [`SYNC`] symbols past the middle, or the second stream gives up,
     /// the first goes on alone.
-    fn windows(&self, merges: &MergeMap, text: &[u32], scratch: &mut Scratch) -> bool {
+    fn windows<P: Pairs>(&self, merges: &MergeMap, pairs: &P, text: &[u32], scratch: &mut Scratch) -> bool {
         let n = text.len();
         let mut a = Stream { pos: 0, tokens: std::mem::take(&mut scratch.tokens), failures: 0 };
         let mut b = Stream { pos: 0, tokens: std::mem::take(&mut scratch.other), failures: 0 };
@@ -404,7 +453,7 @@ impl Backtrack {
                 let stop = (b.pos + WINDOW).min(rest.len());
                 wb.clear();
                 merge_core::merge_window_pair(
-                    merges,
+                    pairs,
                     &text[a.pos..end],
                     &rest[b.pos..stop],
                     |id, last| wa.push((id, last as u32 + 1)),
@@ -419,7 +468,7 @@ impl Backtrack {
                     }
                 }
             } else {
-                merge_core::merge_window(merges, &text[a.pos..end], |id, last| wa.push((id, last as u32 + 1)));
+                merge_core::merge_window(pairs, &text[a.pos..end], |id, last| wa.push((id, last as u32 + 1)));
             }
             match self.advance(merges, text, &mut a, &wa, budget, scratch) {
                 Flow::Next => {}

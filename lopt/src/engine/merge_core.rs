@@ -14,7 +14,42 @@
 
 use std::collections::BinaryHeap;
 
-use crate::engine::bpe::table::{MergeMap, NO_RANK};
+use crate::engine::bpe::table::{Dense, MergeMap, NO_RANK};
+
+/// The lookup of the window merge ([`merge_window`]): `(rank, merged id)` of a pair, as
+/// [`MergeMap::get`] answers it, and the number of merges (every rank is below it).
+pub(crate) trait Pairs {
+    fn get(&self, a: u32, b: u32) -> (u32, u32);
+    fn count(&self) -> usize;
+}
+
+impl Pairs for MergeMap {
+    #[inline(always)]
+    fn get(&self, a: u32, b: u32) -> (u32, u32) {
+        MergeMap::get(self, a, b)
+    }
+
+    #[inline(always)]
+    fn count(&self) -> usize {
+        MergeMap::count(self)
+    }
+}
+
+/// A [`MergeMap`] with a [`Dense`] table built from it in front: the same answers
+/// ([`Dense::get`]).
+pub(crate) struct WithDense<'a>(pub(crate) &'a MergeMap, pub(crate) &'a Dense);
+
+impl Pairs for WithDense<'_> {
+    #[inline(always)]
+    fn get(&self, a: u32, b: u32) -> (u32, u32) {
+        self.1.get(self.0, a, b)
+    }
+
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.0.count()
+    }
+}
 
 /// Up to this many symbols are merged by scanning (at most 255: the scan links symbols with `u8`
 /// indices).
@@ -56,7 +91,7 @@ pub(crate) fn merge_scan(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u3
 /// few symbols) keep it. Tables whose ranks do not fit the keys ([`KEY_RANKS`] merges or more,
 /// far beyond any real vocabulary) take that scan.
 #[inline(always)]
-pub(crate) fn merge_window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
+pub(crate) fn merge_window<P: Pairs>(merges: &P, symbols: &[u32], emit: impl FnMut(u32, usize)) {
     if merges.count() < KEY_RANKS {
         window(merges, symbols, emit);
     } else {
@@ -90,7 +125,7 @@ fn key(rank: u32, slot: usize) -> i32 {
 /// the window read again per merge), and signed lanes take SSE2's compare where unsigned ones
 /// needed a sign flip per lane. Every rank must be below [`KEY_RANKS`].
 #[inline(always)]
-fn window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
+fn window<P: Pairs>(merges: &P, symbols: &[u32], emit: impl FnMut(u32, usize)) {
     const _: () = assert!(SCAN_LIMIT <= 32);
     let mut w = Keyed::new(merges, symbols);
     while !w.done {
@@ -105,8 +140,8 @@ fn window(merges: &MergeMap, symbols: &[u32], emit: impl FnMut(u32, usize)) {
 /// core. Each window is merged exactly as alone; a window's merge is latency-bound (random
 /// digits: two windows in lockstep took 1.16-1.42x less time than one after the other).
 #[inline(always)]
-pub(crate) fn merge_window_pair(
-    merges: &MergeMap,
+pub(crate) fn merge_window_pair<P: Pairs>(
+    merges: &P,
     a: &[u32],
     b: &[u32],
     emit_a: impl FnMut(u32, usize),
@@ -146,7 +181,7 @@ struct Keyed {
 impl Keyed {
     /// The first [`SCAN_LIMIT`] symbols of `symbols`, with their pairs' keys.
     #[inline(always)]
-    fn new(merges: &MergeMap, symbols: &[u32]) -> Keyed {
+    fn new<P: Pairs>(merges: &P, symbols: &[u32]) -> Keyed {
         let n = symbols.len().min(SCAN_LIMIT);
         let mut w = Keyed {
             ids: [0; SCAN_LIMIT],
@@ -172,7 +207,7 @@ impl Keyed {
 
     /// One merge of [`window`]'s loop, or `done` when the lowest key is no merge.
     #[inline(always)]
-    fn step(&mut self, merges: &MergeMap) {
+    fn step<P: Pairs>(&mut self, merges: &P) {
         let mut lanes = [DEAD; 8];
         for chunk in self.keys.chunks_exact(8) {
             for (m, &k) in lanes.iter_mut().zip(chunk) {
@@ -221,7 +256,7 @@ impl Keyed {
 
 /// The stack merge of [`merge_scan`] (and of [`merge_window`] for tables beyond [`KEY_RANKS`]).
 #[inline(always)]
-fn scan(merges: &MergeMap, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
+fn scan<P: Pairs>(merges: &P, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
     let n = symbols.len().min(SCAN_LIMIT);
     if n == 0 {
         return;

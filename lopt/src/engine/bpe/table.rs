@@ -425,6 +425,66 @@ impl MergeMap {
     }
 }
 
+/// A dense table of the merges between two small sets of tokens, `left` x `right` (`right` a
+/// prefix of `left`): for the long-word pass's windows over random digits (claude, gpt2), whose
+/// lookups are almost all between tokens of at most 3 and at most 2 digits, ids scattered over the
+/// vocabulary where the 512-id grid misses most of them and each miss waits on the Bloom filter
+/// and a slot of the hashed table (both larger than L2). Here the two ids' entries of a `u16`
+/// index and one cell answer it, all three small enough to stay in L2.
+///
+/// Invariants: `index[id]` is `id`'s position in `left` (or [`DENSE_NONE`]), the first `right`
+/// positions being the right set; `cells[i * right + j]` is exactly what [`MergeMap::get`]
+/// answers for `(left[i], left[j])` (filled from it), so [`Self::get`] answers every pair as the
+/// map does. Memory: 2 bytes per id up to the largest of the set, 8 bytes per cell.
+#[derive(Clone, Debug)]
+pub(crate) struct Dense {
+    index: Vec<u16>,
+    /// Tokens of the left set (`index` below it); the right set is `index` below `right`.
+    left: u32,
+    right: u32,
+    cells: Vec<(u32, u32)>,
+}
+
+/// [`Dense`]'s index of an id outside the set.
+const DENSE_NONE: u16 = u16::MAX;
+
+impl Dense {
+    /// The table of `left` x `left[..right]` under `map`; `None` when the set is empty, larger
+    /// than the `u16` index holds, or `right` is beyond it.
+    pub(crate) fn new(map: &MergeMap, left: &[u32], right: usize) -> Option<Dense> {
+        if left.is_empty() || left.len() >= usize::from(DENSE_NONE) || right > left.len() {
+            return None;
+        }
+        let size = left.iter().map(|&id| id as usize + 1).max()?;
+        let mut index = vec![DENSE_NONE; size];
+        for (i, &id) in left.iter().enumerate() {
+            // A repeated id would leave an earlier cell unreachable, never wrong; keep the first.
+            if index[id as usize] == DENSE_NONE {
+                index[id as usize] = i as u16;
+            }
+        }
+        let mut cells = Vec::with_capacity(left.len() * right);
+        for &a in left {
+            cells.extend(left[..right].iter().map(|&b| map.get(a, b)));
+        }
+        Some(Dense { index, left: left.len() as u32, right: right as u32, cells })
+    }
+
+    /// What `map.get(a, b)` answers (`map` the table this was built from): from the cell where
+    /// both ids are in their sets, else from `map`.
+    #[inline(always)]
+    pub(crate) fn get(&self, map: &MergeMap, a: u32, b: u32) -> (u32, u32) {
+        let i = u32::from(self.index.get(a as usize).copied().unwrap_or(DENSE_NONE));
+        let j = u32::from(self.index.get(b as usize).copied().unwrap_or(DENSE_NONE));
+        if i < self.left && j < self.right {
+            if let Some(&cell) = self.cells.get((i * self.right + j) as usize) {
+                return cell;
+            }
+        }
+        map.get(a, b)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -498,5 +558,27 @@ mod tests {
             }
         }
         assert_eq!(map.iter().count(), reference.len());
+    }
+
+    #[test]
+    fn dense_answers_as_the_map() {
+        let mut state = 0x9876_5432u64;
+        let mut merges = Vec::new();
+        for rank in 0..20_000u32 {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            let (a, b) = ((state >> 33) as u32 % 1500, (state >> 45) as u32 % 1500);
+            merges.push((a, b, 1500 + rank));
+        }
+        let map = MergeMap::new(&merges).unwrap();
+        // The set: every third id from 5 (some in the grid, most not) and a few above the index.
+        let left: Vec<u32> = (0..400u32).map(|k| 5 + 3 * k).collect();
+        let dense = Dense::new(&map, &left, 60).unwrap();
+        for a in 0..1700u32 {
+            for b in 0..1700u32 {
+                assert_eq!(dense.get(&map, a, b), map.get(a, b), "{a} {b}");
+            }
+        }
+        assert!(Dense::new(&map, &[], 0).is_none());
+        assert!(Dense::new(&map, &left, 401).is_none());
     }
 }

@@ -22,7 +22,9 @@ pub(crate) fn search(model: &BpeModel, side_by_side: bool) -> Option<Backtrack> 
         symbols.extend(bytes.iter().map(|&b| model.byte_ids[usize::from(b)]));
         starts.push(u32::try_from(symbols.len()).ok()?);
     }
+    let digits = (b'0'..=b'9').map(|b| model.byte_ids[usize::from(b)]).collect();
     Backtrack::build(&model.merges, starts, symbols, side_by_side)
+        .map(|search| search.with_digits(&model.merges, digits))
 }
 
 /// Appends BPE of `word` to `out` by the search; `false` (nothing appended) if it fails.
@@ -49,12 +51,18 @@ mod tests {
     /// A random byte-level BPE over the letters `a`..`a + letters`: `merges` random merges of
     /// existing tokens, each new token appended in rank order (as training produces them).
     fn random_model(seed: u64, letters: u8, merges: usize) -> BpeModel {
+        random_model_from(seed, b'a', letters, merges)
+    }
+
+    /// [`random_model`] over the letters `first`..`first + letters` (digits: the windows then
+    /// take the dense table, `Backtrack::dense`).
+    fn random_model_from(seed: u64, first: u8, letters: u8, merges: usize) -> BpeModel {
         let table = super::super::byte_to_char();
         let mut vocab = serde_json::Map::new();
         for b in 0..=255u8 {
             vocab.insert(table[usize::from(b)].to_string(), Value::from(u32::from(b)));
         }
-        let mut tokens: Vec<String> = (0..letters).map(|k| char::from(b'a' + k).to_string()).collect();
+        let mut tokens: Vec<String> = (0..letters).map(|k| char::from(first + k).to_string()).collect();
         let mut state = seed | 1;
         let mut rand = move |n: usize| {
             crate::engine::xorshift(&mut state);
@@ -99,7 +107,9 @@ mod tests {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(2).build().unwrap();
         for seed in 1..60u64 {
             let letters = 1 + (seed % 4) as u8;
-            let model = random_model(seed * 7919, letters, 20 + (seed as usize * 3) % 60);
+            // One model in three over digits, whose long words' windows read the dense table.
+            let first = if seed % 3 == 0 { b'0' } else { b'a' };
+            let model = random_model_from(seed * 7919, first, letters, 20 + (seed as usize * 3) % 60);
             let built = if seed % 2 == 1 { pool.install(|| search(&model, true)) } else { search(&model, false) };
             let Some(search) = built else { continue };
             let (walkable, others) = search.check_walks(&model.merges, 120);
@@ -114,7 +124,7 @@ mod tests {
                 let word: Vec<u8> = (0..len)
                     .map(|k| {
                         let r = (state >> (k % 61)) ^ (k as u64).wrapping_mul(0x9e37_79b9);
-                        b'a' + (r % u64::from(letters)) as u8
+                        first + (r % u64::from(letters)) as u8
                     })
                     .collect();
                 let mut got = Vec::new();
@@ -231,6 +241,40 @@ mod tests {
                 );
             }
             eprintln!("{line}");
+        }
+    }
+
+    /// Random digit words of 33-3,000 bytes (the windows with the dense table of digit tokens'
+    /// merges, `Backtrack::dense`) by the search against the heap merge, on the fixtures whose
+    /// vocabularies have multi-digit tokens (claude and gpt2 pre-tokenize digit runs whole; the
+    /// others take the same path here).
+    #[test]
+    fn digit_windows_are_the_heap_merge_on_fixtures() {
+        for (name, model) in fixture_models(&["claude", "gpt2", "gpt4o", "gptoss", "qwen3"]) {
+            let search = search(&model, false).unwrap();
+            let mut scratch = Scratch::default();
+            let mut state = 0x5eed_d161u64;
+            for round in 0..40 {
+                crate::engine::xorshift(&mut state);
+                let len = 33 + (state % 3000) as usize;
+                // Some words repeat a short digit pattern (long digit tokens), most are random.
+                let period = if round % 4 == 0 { 1 + (state >> 40) as usize % 7 } else { usize::MAX };
+                let mut pattern = Vec::new();
+                let word: Vec<u8> = (0..len)
+                    .map(|k| {
+                        if k >= period {
+                            return pattern[k % period];
+                        }
+                        crate::engine::xorshift(&mut state);
+                        let d = b'0' + (state % 10) as u8;
+                        pattern.push(d);
+                        d
+                    })
+                    .collect();
+                let mut got = Vec::new();
+                assert!(encode(&search, &model, &word, &mut Vec::new(), &mut scratch, &mut got), "{name}");
+                assert_eq!(got, heap_bpe(&model, &word), "{name}: {}", String::from_utf8_lossy(&word));
+            }
         }
     }
 }
