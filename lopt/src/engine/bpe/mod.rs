@@ -483,6 +483,17 @@ impl<const FULL: bool> Run<'_, FULL> {
         // One compare for the short words that make most of a text; the slice of the word is
         // made only where it is read (a hit on a short word needs only its packed key).
         if len > cache::SEED_MAX_LEN && (len > cache::MAX_LEN || is_long_cjk(&all[start..end])) {
+            if !FULL {
+                // Not cached, so its ids are all the ids-only mode needs: not the token ends
+                // that `merge` adds for offsets and the cache (a length lookup and a pair
+                // written per token, most of a Chinese text's tokens).
+                self.ids.clear();
+                self.engine.model.encode(&all[start..end], &mut self.scratch, &mut self.ids);
+                for &id in &self.ids {
+                    self.out.id_final(id);
+                }
+                return;
+            }
             self.merge(&all[start..end], true);
             push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
             return;
@@ -886,6 +897,39 @@ mod tests {
         }
         engine.clear_caches();
         assert!(engine.own.iter().all(|slot| slot.lock().unwrap().is_empty()));
+    }
+
+    /// The ids-only mode's path for long uncached words (runs of CJK characters longer than a
+    /// seed entry, words longer than the cache takes) gives the ids of the full mode's path,
+    /// which merges them with their token ends.
+    #[test]
+    fn ids_only_long_words_have_the_full_modes_ids() {
+        let mut vocab: serde_json::Map<String, Value> =
+            model::byte_to_char().iter().enumerate().map(|(i, c)| (c.to_string(), Value::from(i))).collect();
+        // "中" is e4 b8 ad, "文" e6 96 87: ByteLevel characters "ä¸Ń" and "æĸĩ".
+        for (id, token) in [(256, "ä¸"), (257, "ä¸Ń"), (258, "æĸ"), (259, "æĸĩ"), (260, "ä¸Ńæĸĩ"), (261, "ab")]
+        {
+            vocab.insert(token.into(), Value::from(id));
+        }
+        let json = serde_json::json!({
+            "normalizer": null,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": false, "use_regex": true},
+            "model": {"type": "BPE", "vocab": vocab, "merges": ["ä ¸", "ä¸ Ń", "æ ĸ", "æĸ ĩ", "ä¸Ń æĸĩ", "a b"]},
+        });
+        for seeding in [Seeding::Off, Seeding::Sync] {
+            let engine = BpeEngine::new(&json, seeding).unwrap();
+            for text in [
+                "中文中文中文中文中文".to_string(),
+                "中文中文中文中文中文中 ab 中中中中中中文".to_string(),
+                format!("{} {}", "ab".repeat(200), "中文".repeat(50)),
+            ] {
+                let full = engine.encode::<true>(&text);
+                let ids = engine.encode::<false>(&text);
+                assert!(full.ids.contains(&260), "{text}");
+                assert_eq!(ids.ids, full.ids, "{text}");
+                assert!(ids.offsets.is_empty() && ids.word_ids.is_empty());
+            }
+        }
     }
 
     #[test]
