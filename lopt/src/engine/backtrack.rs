@@ -89,14 +89,14 @@ pub(crate) struct Backtrack {
     digits: Vec<u32>,
     /// The [`Dense`] table of the tokens spelled by at most [`DENSE_LEFT`] symbols of `digits`
     /// (left) and at most [`DENSE_RIGHT`] (right), built with the search (claude: 1.3 ms, about
-    /// 1 MB; so that the first digit word does not wait for it); `None` when there is no token
+    /// 0.6 MB; so that the first digit word does not wait for it); `None` when there is no token
     /// of two or more digits.
     dense: Option<Dense>,
 }
 
 /// Longest spelling, in symbols, of [`Backtrack::dense`]'s left and right tokens: random digits'
 /// window lookups are 91 % between tokens of at most 3 and at most 2 digits (claude, session 14's
-/// count), and the table is then about 1 MB (claude: 1,099 x 110 cells).
+/// count), and the table is then about 480 KB (claude: 1,099 x 110 cells of 4 bytes).
 const DENSE_LEFT: usize = 3;
 const DENSE_RIGHT: usize = 2;
 
