@@ -18,7 +18,10 @@
 //! the merge and word-cache tables and the text not yet scanned (callgrind: 454 K of 498 K
 //! last-level write misses of a qwen3 English encode are the rows). Streamed rows go to memory
 //! without taking cache lines. They are weakly ordered, so every path that reads, regrows, hands
-//! over or frees the columns fences them first (`sync_lens`, `Drop`).
+//! over or frees the columns fences them first (`sync_lens`, `Drop`). Whether they stream is the
+//! type parameter `STREAM`, which the engine picks once a segment from its reservation
+//! ([`STREAM_ROWS`]: a short text's rows stay in the cache for the caller, who reads them next);
+//! a flag tested per row cost llama3_1 English 0.945x against streaming every row.
 //!
 //! Invariants: rows `0..len` of every written column are initialized; `len <= cap`, where `cap`
 //! is at most the capacity of every written column (only `ids` in ids-only mode, whose other
@@ -119,14 +122,15 @@ pub(crate) fn lending<R>(columns: Columns, encode: impl FnOnce() -> R) -> (R, bo
     (result, taken)
 }
 
-/// The reservation from which an [`Out`] streams its rows ([`Out::row_final`]): 32 K rows, a
-/// text of 64 KB or more for the byte-level BPE engine (which reserves a row per 2 bytes), whose
-/// rows take about 400 KB (a fifth of the L2) or more.
-const STREAM_ROWS: usize = 1 << 15;
+/// The reservation from which an engine picks an [`Out`] that streams its rows (`STREAM`,
+/// [`Out::row_final`]): 32 K rows, a text of 64 KB or more for the byte-level BPE engine (which
+/// reserves a row per 2 bytes), whose rows take about 400 KB (a fifth of the L2) or more.
+pub(crate) const STREAM_ROWS: usize = 1 << 15;
 
 /// The segment being written, with offsets and word ids when `FULL`; see the module
-/// documentation.
-pub(crate) struct Out<const FULL: bool> {
+/// documentation. `STREAM`: [`Out::row_final`] writes with streaming stores (chosen once a
+/// segment by the engine, from its reservation: [`STREAM_ROWS`]).
+pub(crate) struct Out<const FULL: bool, const STREAM: bool = false> {
     ids: Vec<u32>,
     offsets: Vec<(usize, usize)>,
     word_ids: Vec<u32>,
@@ -140,10 +144,6 @@ pub(crate) struct Out<const FULL: bool> {
     offsets_at: *mut (usize, usize),
     /// Rows written.
     len: usize,
-    /// Whether [`Out::row_final`] streams its rows: only for segments reserved at least
-    /// [`STREAM_ROWS`] rows, whose columns outgrow a good part of the L2; a short text's rows are
-    /// better left in the cache for the caller, who reads them next.
-    stream: bool,
     /// Rows that fit in every written column.
     cap: usize,
     /// Pre-tokens and added tokens so far ([`Segment::words`]).
@@ -152,7 +152,7 @@ pub(crate) struct Out<const FULL: bool> {
     pub(crate) added_words: Vec<u32>,
 }
 
-impl<const FULL: bool> Out<FULL> {
+impl<const FULL: bool, const STREAM: bool> Out<FULL, STREAM> {
     /// An empty segment with room for `capacity` rows (all three columns with `FULL`, else ids
     /// only).
     pub(crate) fn with_capacity(capacity: usize) -> Self {
@@ -178,7 +178,6 @@ impl<const FULL: bool> Out<FULL> {
             offsets_at: std::ptr::null_mut(),
             len: 0,
             cap: 0,
-            stream: capacity >= STREAM_ROWS,
             words: 0,
             added_words: Vec::new(),
         };
@@ -261,10 +260,12 @@ impl<const FULL: bool> Out<FULL> {
     /// [`Out::row`] with streaming stores: the row goes to memory without taking cache lines
     /// from the tables the engine reads (see the module documentation). For engines that never
     /// read a row back nor rewrite it (byte-level BPE); the rows are the same as `row`'s. Plain
-    /// stores for a short segment (`stream`).
+    /// stores without `STREAM` (a short segment, whose rows are better left in the cache for the
+    /// caller, who reads them next; a type parameter, since a flag cost a test per row:
+    /// llama3_1 English 0.945x against streaming every row, session 14).
     #[inline(always)]
     pub(crate) fn row_final(&mut self, id: u32, offsets: (usize, usize), word: u32) {
-        if !self.stream {
+        if !STREAM {
             return self.row(id, offsets, word);
         }
         if self.len >= self.cap {
@@ -312,7 +313,7 @@ impl<const FULL: bool> Out<FULL> {
     }
 }
 
-impl<const FULL: bool> Drop for Out<FULL> {
+impl<const FULL: bool, const STREAM: bool> Drop for Out<FULL, STREAM> {
     /// Fences the streaming stores of an `Out` dropped unfinished (an engine call that unwinds),
     /// before its columns go back to the allocator, which may hand them to another thread.
     fn drop(&mut self) {
@@ -385,9 +386,8 @@ mod tests {
     #[test]
     fn rows_survive_growth() {
         fn check<const FULL: bool>(streamed: bool) {
-            let mut out = Out::<FULL>::with_capacity(1);
-            // Streamed from a tiny start (a short segment's rows are written plainly).
-            out.stream = streamed;
+            // Streamed from a tiny start (as a short segment's rows are not).
+            let mut out = Out::<FULL, true>::with_capacity(1);
             for k in 0..10_000u32 {
                 if streamed {
                     out.row_final(k, (k as usize, k as usize + 1), k / 3);
@@ -417,9 +417,8 @@ mod tests {
     #[test]
     fn streamed_rows_follow_the_head() {
         let head = [(101u32, 0u32)];
-        let (mut out, taken) = lending(Columns::headed(&head, 3, true), || Out::<true>::with_capacity(1));
+        let (mut out, taken) = lending(Columns::headed(&head, 3, true), || Out::<true, true>::with_capacity(1));
         assert!(taken);
-        out.stream = true;
         for k in 0..500u32 {
             out.row_final(k, (k as usize, k as usize + 2), k);
             out.id_final(k + 1);
@@ -429,8 +428,7 @@ mod tests {
         assert_eq!(seg.ids[..5], [101, 0, 1, 1, 2]);
         assert_eq!(seg.offsets[1..4], [(0, 2), (0, 0), (1, 3)]);
         assert_eq!(seg.word_ids[..4], [0, 0, 1, 0]);
-        let mut dropped = Out::<true>::with_capacity(STREAM_ROWS);
-        assert!(dropped.stream);
+        let mut dropped = Out::<true, true>::with_capacity(STREAM_ROWS);
         dropped.row_final(1, (0, 1), 0);
         drop(dropped);
     }

@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use crate::boundary::floor_char_boundary;
 
-use super::out::Out;
+use super::out::{Out, STREAM_ROWS};
 use super::{Engine, Segment};
 use crate::boundary::CutRule;
 use crate::doc::Doc;
@@ -349,11 +349,12 @@ impl Text<'_> {
 
 /// The state of one `encode_segment` call; with `FULL` the offset and word-id columns are
 /// written, without it (ids-only mode) nothing but the ids is computed: no word count, no
-/// offsets (monomorphized, so the per-word loop carries no test of the mode).
-struct Run<'a, const FULL: bool> {
+/// offsets (monomorphized, so the per-word loop carries no test of the mode). `STREAM`: the rows
+/// are written with streaming stores (a long segment: [`Out::row_final`]).
+struct Run<'a, const FULL: bool, const STREAM: bool> {
     engine: &'a BpeEngine,
     /// The segment's columns, written one row per token (offsets and word ids only when full).
-    out: Out<FULL>,
+    out: Out<FULL, STREAM>,
     scratch: Scratch,
     /// Borrowed from the engine's pool for the call.
     cache: WordCache,
@@ -367,13 +368,15 @@ struct Run<'a, const FULL: bool> {
 /// `text` is a normalized range with its alignments (else the segment itself, which is nearly
 /// always the case): monomorphized so that the per-word loop over raw text neither loads nor
 /// tests the alignments (a constant `None`), which freed registers in the scanner's loop.
-struct Words<'r, 'a, 't, const FULL: bool, const ALIGNED: bool> {
-    run: &'r mut Run<'a, FULL>,
+struct Words<'r, 'a, 't, const FULL: bool, const STREAM: bool, const ALIGNED: bool> {
+    run: &'r mut Run<'a, FULL, STREAM>,
     text: Text<'t>,
     base: usize,
 }
 
-impl<const FULL: bool, const ALIGNED: bool> pretok::Sink for Words<'_, '_, '_, FULL, ALIGNED> {
+impl<const FULL: bool, const STREAM: bool, const ALIGNED: bool> pretok::Sink
+    for Words<'_, '_, '_, FULL, STREAM, ALIGNED>
+{
     #[inline(always)]
     fn piece(&mut self, start: usize, end: usize) {
         let text = if ALIGNED { self.text } else { Text { str: self.text.str, aligned: None } };
@@ -385,8 +388,8 @@ impl<const FULL: bool, const ALIGNED: bool> pretok::Sink for Words<'_, '_, '_, F
 /// some token ends inside a character (only then are identity offsets widened). Without `FULL`
 /// only the ids are written (ids-only mode: the other columns stay empty).
 #[inline(always)]
-fn push_tokens<const FULL: bool>(
-    out: &mut Out<FULL>,
+fn push_tokens<const FULL: bool, const STREAM: bool>(
+    out: &mut Out<FULL, STREAM>,
     text: Text<'_>,
     start: usize,
     tokens: &[(u32, u32)],
@@ -417,8 +420,8 @@ fn push_tokens<const FULL: bool>(
 
 /// Appends the tokens of a cached word `start..end` (only its ids without `FULL`).
 #[inline(always)]
-fn push_hit<const FULL: bool>(
-    out: &mut Out<FULL>,
+fn push_hit<const FULL: bool, const STREAM: bool>(
+    out: &mut Out<FULL, STREAM>,
     text: Text<'_>,
     (start, end): (usize, usize),
     hit: Hit<'_>,
@@ -432,11 +435,11 @@ fn push_hit<const FULL: bool>(
             let offsets = if text.aligned.is_none() { (start, end) } else { text.original(start, end) };
             out.row_final(id, offsets, word);
         }
-        Hit::Many(tokens) => push_tokens::<FULL>(out, text, start, tokens, splits, word),
+        Hit::Many(tokens) => push_tokens::<FULL, STREAM>(out, text, start, tokens, splits, word),
     }
 }
 
-impl<const FULL: bool> Run<'_, FULL> {
+impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
         let word = self.out.words;
         self.out.row_final(id, offsets, word);
@@ -477,7 +480,7 @@ impl<const FULL: bool> Run<'_, FULL> {
         // one-byte words per MB).
         if len == 1 {
             let id = self.engine.model.byte_id(all[start]);
-            push_hit::<FULL>(&mut self.out, text, (start, end), Hit::One(id), false, word);
+            push_hit::<FULL, STREAM>(&mut self.out, text, (start, end), Hit::One(id), false, word);
             return;
         }
         // One compare for the short words that make most of a text; the slice of the word is
@@ -495,7 +498,7 @@ impl<const FULL: bool> Run<'_, FULL> {
                 return;
             }
             self.merge(&all[start..end], true);
-            push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
+            push_tokens::<FULL, STREAM>(&mut self.out, text, start, &self.tokens, true, word);
             return;
         }
         let key = cache::key(all, start, end);
@@ -504,7 +507,7 @@ impl<const FULL: bool> Run<'_, FULL> {
         let found =
             if len <= cache::SHORT { self.cache.get_short(key) } else { self.cache.get_at(key, all, start, end) };
         if let Some((hit, splits)) = found {
-            push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
+            push_hit::<FULL, STREAM>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         let bytes = &all[start..end];
@@ -517,14 +520,14 @@ impl<const FULL: bool> Run<'_, FULL> {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, len as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
             }
-            push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
+            push_hit::<FULL, STREAM>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         // Missed by the seed, the word is no vocabulary entry (`ignore_merges` need not look it
         // up: on random text that lookup missed the caches once per word).
         self.merge(bytes, seed.is_none());
         self.cache.insert(key, bytes, &self.tokens);
-        push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
+        push_tokens::<FULL, STREAM>(&mut self.out, text, start, &self.tokens, true, word);
     }
 
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
@@ -532,9 +535,9 @@ impl<const FULL: bool> Run<'_, FULL> {
         let engine = self.engine;
         let piece = &text.str[start..end];
         if text.aligned.is_none() {
-            engine.pre_tokenizer.split(piece, &mut Words::<FULL, false> { run: self, text, base: start });
+            engine.pre_tokenizer.split(piece, &mut Words::<FULL, STREAM, false> { run: self, text, base: start });
         } else {
-            engine.pre_tokenizer.split(piece, &mut Words::<FULL, true> { run: self, text, base: start });
+            engine.pre_tokenizer.split(piece, &mut Words::<FULL, STREAM, true> { run: self, text, base: start });
         }
     }
 
@@ -711,6 +714,22 @@ impl BpeEngine {
     /// Encodes a segment; without `FULL`, only its ids (the offset and word-id columns, a third
     /// of the engine's writes, stay empty, and the word count is not kept).
     fn encode<const FULL: bool>(&self, segment: &str) -> Segment {
+        // Room for 2 bytes per token: English averages about 4, but lists, tables and code come
+        // near 2, and a column that outgrows its reservation is copied whole (on such a 1 MB
+        // document that copy was a third of the engine's L2 misses); pages not written are
+        // never touched. The writer is chosen here, once a segment: streaming stores for a
+        // reservation of `STREAM_ROWS` rows or more (`Out::row_final`).
+        let rows = segment.len() / 2;
+        if rows >= STREAM_ROWS {
+            self.encode_into::<FULL, true>(segment, rows)
+        } else {
+            self.encode_into::<FULL, false>(segment, rows)
+        }
+    }
+
+    /// [`BpeEngine::encode`] with room for `rows` rows, writing them with streaming stores when
+    /// `STREAM`.
+    fn encode_into<const FULL: bool, const STREAM: bool>(&self, segment: &str, rows: usize) -> Segment {
         let mut pieces: Vec<(Option<u32>, usize, usize)> = Vec::new();
         self.added.split_raw(segment, &mut |id, s, e| pieces.push((id, s, e)));
         let mut own = self.own_cache();
@@ -719,13 +738,9 @@ impl BpeEngine {
             None => self.caches.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default(),
         };
         let memo = std::mem::take(&mut cache.pieces);
-        // Room for 2 bytes per token: English averages about 4, but lists, tables and code come
-        // near 2, and a column that outgrows its reservation is copied whole (on such a 1 MB
-        // document that copy was a third of the engine's L2 misses); pages not written are
-        // never touched.
-        let mut run = Run::<FULL> {
+        let mut run = Run::<FULL, STREAM> {
             engine: self,
-            out: Out::with_capacity(segment.len() / 2),
+            out: Out::with_capacity(rows),
             scratch: Scratch::with_memo(memo),
             cache,
             ids: Vec::new(),
