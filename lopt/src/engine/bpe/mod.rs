@@ -447,9 +447,9 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
         self.out.words += 1;
     }
 
-    /// Merges `word` into `self.tokens`; `entry`: whether it may be a vocabulary entry (else it
-    /// missed the seeded cache, which holds every entry of its length).
-    fn merge(&mut self, word: &[u8], entry: bool) {
+    /// BPE of `word` into `self.ids` alone (`entry` as for [`Self::merge`]): what `merge`
+    /// starts from, and all the ids-only mode needs of a word it does not cache.
+    fn merge_ids(&mut self, word: &[u8], entry: bool) {
         let model = &self.engine.model;
         self.ids.clear();
         if entry {
@@ -457,6 +457,13 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
         } else {
             model.encode_non_entry(word, &mut self.scratch, &mut self.ids);
         }
+    }
+
+    /// Merges `word` into `self.tokens`; `entry`: whether it may be a vocabulary entry (else it
+    /// missed the seeded cache, which holds every entry of its length).
+    fn merge(&mut self, word: &[u8], entry: bool) {
+        self.merge_ids(word, entry);
+        let model = &self.engine.model;
         self.tokens.clear();
         let mut end = 0u32;
         for &id in &self.ids {
@@ -490,8 +497,7 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
                 // Not cached, so its ids are all the ids-only mode needs: not the token ends
                 // that `merge` adds for offsets and the cache (a length lookup and a pair
                 // written per token, most of a Chinese text's tokens).
-                self.ids.clear();
-                self.engine.model.encode(&all[start..end], &mut self.scratch, &mut self.ids);
+                self.merge_ids(&all[start..end], true);
                 for &id in &self.ids {
                     self.out.id_final(id);
                 }
