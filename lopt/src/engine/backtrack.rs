@@ -90,7 +90,7 @@ pub(crate) struct Backtrack {
     /// The [`Dense`] table of the tokens spelled by at most [`DENSE_LEFT`] symbols of `digits`
     /// (left) and at most [`DENSE_RIGHT`] (right), built with the search (claude: 1.3 ms, about
     /// 0.6 MB; so that the first digit word does not wait for it); `None` when there is no token
-    /// of two or more digits.
+    /// of two or more digits, or when the ranks do not fit its cells ([`Dense::fits`]).
     dense: Option<Dense>,
 }
 
@@ -181,6 +181,12 @@ impl Backtrack {
     /// merges under `merges` (the table it was built with), built now ([`Self::dense`]).
     pub(crate) fn with_digits(mut self, merges: &MergeMap, digits: Vec<u32>) -> Backtrack {
         self.digits = digits;
+        // Most vocabularies have more ranks than the table's cells hold (every one of ours but
+        // gpt2's and claude's): then there is no table, and no set to collect for it (a pass over
+        // every token's spelling, about 1 ms at 200 K tokens, and a 2-byte index per id).
+        if !Dense::fits(merges) {
+            return self;
+        }
         // Right tokens (shorter) first, so that they are a prefix of the left set.
         let mut left: Vec<(usize, u32)> = (0..self.starts.len().saturating_sub(1) as u32)
             .filter_map(|id| {

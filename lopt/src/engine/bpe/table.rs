@@ -459,6 +459,11 @@ impl Dense {
         if left.is_empty() || left.len() >= usize::from(DENSE_NONE) || right > left.len() {
             return None;
         }
+        // Before the index (2 bytes per id up to the set's largest): most vocabularies have more
+        // ranks than a cell holds, and then nothing is built.
+        if !Self::fits(map) || left.iter().any(|&id| id > 0xffff) {
+            return None;
+        }
         let size = left.iter().map(|&id| id as usize + 1).max()?;
         let mut index = vec![DENSE_NONE; size];
         for (i, &id) in left.iter().enumerate() {
@@ -466,9 +471,6 @@ impl Dense {
             if index[id as usize] == DENSE_NONE {
                 index[id as usize] = i as u16;
             }
-        }
-        if map.count() >= 0xffff || left.iter().any(|&id| id > 0xffff) {
-            return None;
         }
         let mut cells = Vec::with_capacity(left.len() * right);
         for &a in left {
@@ -481,6 +483,12 @@ impl Dense {
             }
         }
         Some(Dense { index, left: left.len() as u32, right: right as u32, cells })
+    }
+
+    /// Whether every rank of `map` fits a cell (`0xffff` stands for no merge): without that,
+    /// [`Self::new`] builds nothing, so a caller need not collect a set for it.
+    pub(crate) fn fits(map: &MergeMap) -> bool {
+        map.count() < 0xffff
     }
 
     /// What `map.get(a, b)` answers (`map` the table this was built from): from the cell where
@@ -593,5 +601,18 @@ mod tests {
         }
         assert!(Dense::new(&map, &[], 0).is_none());
         assert!(Dense::new(&map, &left, 401).is_none());
+    }
+
+    #[test]
+    fn dense_needs_ranks_that_fit_a_cell() {
+        // Ranks up to 0xfffd fit (0xffff is "no merge"); one merge more and nothing is built, which
+        // `Backtrack::with_digits` decides before collecting its set.
+        for (count, fits) in [(0xfffe_u32, true), (0xffff, false)] {
+            let merges: Vec<(u32, u32, u32)> = (0..count).map(|r| (r % 300, r / 300, 300 + r % 1000)).collect();
+            let map = MergeMap::new(&merges).unwrap();
+            assert_eq!(Dense::fits(&map), fits);
+            let left: Vec<u32> = (0..20).collect();
+            assert_eq!(Dense::new(&map, &left, 10).is_some(), fits);
+        }
     }
 }
