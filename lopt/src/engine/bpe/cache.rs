@@ -178,7 +178,7 @@ impl WordCache {
         if key >> 63 == 0 {
             return self.get_short(key);
         }
-        let value = self.map.find_mut(key)?;
+        let value = self.map.find_mut_home(key)?;
         let entry = *value;
         let word = text.get(start..end)?;
         let from = (entry >> KEY_AT_SHIFT) as usize;
@@ -196,7 +196,7 @@ impl WordCache {
     #[inline(always)]
     pub(crate) fn get_short(&mut self, key: u64) -> Option<(Hit<'_>, bool)> {
         debug_assert_eq!(key >> 63, 0, "a hashed key");
-        let value = self.map.find_mut(key)?;
+        let value = self.map.find_mut_home(key)?;
         let entry = *value;
         // Unconditionally: one `or` into the slot just read costs less than testing the bit.
         *value = entry | USED;

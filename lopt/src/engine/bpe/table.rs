@@ -103,17 +103,39 @@ impl U64Map {
         self.slots.iter().copied().filter(|&(k, _)| k != EMPTY)
     }
 
-    /// The value of `key`, if any, to read and update in place.
+    /// The value of `key`, if any, to read and update in place. A key found past its home slot
+    /// is moved there, swapped with the key it finds there, so that a key looked up often is
+    /// answered by the first compare, which the branch predictor then learns (the probe loop's
+    /// exit was a fifth of the mispredicted branches on English text, in the word cache). Every
+    /// lookup still finds every key: the displaced key `j` (home `h_j`) moves from the found
+    /// key's home `h` to the slot `p` where that key was; `h_j..=h` was occupied (`j`'s probe
+    /// run) and `h..=p` too (the found key's), so `j`'s run reaches `p` unbroken, and no slot
+    /// turns empty, so no other run breaks (the map has no deletions).
     #[inline(always)]
-    pub(crate) fn find_mut(&mut self, key: u64) -> Option<&mut u64> {
-        let mut i = self.slot(key);
+    pub(crate) fn find_mut_home(&mut self, key: u64) -> Option<&mut u64> {
+        let home = self.slot(key);
+        // `get` is the bounds check the index would make, and it answers the table with no
+        // slots ([`U64Map::default`]) as well, so the map needs no `Option` around it (the
+        // second check, of the same index against the same length, folds away).
+        let &(k, _) = self.slots.get(home)?;
+        if k == key {
+            return self.slots.get_mut(home).map(|slot| &mut slot.1);
+        }
+        if k == EMPTY {
+            return None;
+        }
+        self.find_past_home(home, key)
+    }
+
+    /// The rest of [`U64Map::find_mut_home`]'s probe run, past `home` (occupied by another key).
+    #[inline(never)]
+    fn find_past_home(&mut self, home: usize, key: u64) -> Option<&mut u64> {
+        let mut i = (home + 1) & self.mask;
         loop {
-            // `get` is the bounds check the index would make, and it answers the table with no
-            // slots ([`U64Map::default`]) as well, so the map needs no `Option` around it (the
-            // second check, of the same index against the same length, folds away).
             let &(k, _) = self.slots.get(i)?;
             if k == key {
-                return self.slots.get_mut(i).map(|slot| &mut slot.1);
+                self.slots.swap(home, i);
+                return self.slots.get_mut(home).map(|slot| &mut slot.1);
             }
             if k == EMPTY {
                 return None;
@@ -523,6 +545,40 @@ mod tests {
         for key in 0..6000u64 {
             assert_eq!(map.get(key), reference.get(&key).copied());
         }
+    }
+
+    /// Lookups that move keys to their home slots, interleaved with inserts, updates and growth
+    /// in a crowded map (keys that share home slots), never lose or mix up a key.
+    #[test]
+    fn lookups_moving_keys_home_keep_every_key() {
+        let mut map = U64Map::with_capacity(8);
+        let mut reference = std::collections::HashMap::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for step in 0..200_000u64 {
+            let r = crate::engine::xorshift(&mut state);
+            // Few distinct keys at first, so that runs are long and lookups move keys often.
+            let key = r % (64 + step / 16);
+            match r >> 60 {
+                0..=3 => {
+                    map.insert(key, step);
+                    reference.insert(key, step);
+                }
+                4..=5 => {
+                    if let Some(value) = map.find_mut_home(key) {
+                        *value += 1;
+                    }
+                    if let Some(value) = reference.get_mut(&key) {
+                        *value += 1;
+                    }
+                }
+                _ => assert_eq!(map.find_mut_home(key).map(|v| *v), reference.get(&key).copied()),
+            }
+        }
+        assert_eq!(map.len(), reference.len());
+        for (&key, &value) in &reference {
+            assert_eq!(map.get(key), Some(value));
+        }
+        assert_eq!(map.iter().count(), reference.len());
     }
 
     #[test]
