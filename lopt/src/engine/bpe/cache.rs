@@ -138,17 +138,29 @@ pub(crate) fn key(text: &[u8], start: usize, end: usize) -> u64 {
     (h | 1 << 63) & !(1 << 62)
 }
 
-/// `a == b` for slices of equal length, 8 bytes at a time (no call to `memcmp` for these short
-/// words).
+/// `a == b` for the bytes of a hashed word (`a` and `b` of equal length, at least 8 bytes, as
+/// every hashed word is): 8 bytes at a time, the last 8 as one load that overlaps the one
+/// before, so no call to `memcmp` for the remainder (that call was 0.7 % of the instructions and
+/// 4 % of the mispredicted branches on English text, a word of 8-15 bytes a hit).
 #[inline(always)]
 fn same(a: &[u8], b: &[u8]) -> bool {
-    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
-    for (p, q) in (&mut x).zip(&mut y) {
-        if p != q {
+    let n = a.len();
+    if n != b.len() || n < 8 {
+        return a == b;
+    }
+    let load = |s: &[u8], at: usize| {
+        let mut buf = [0u8; 8];
+        buf.copy_from_slice(&s[at..at + 8]);
+        u64::from_le_bytes(buf)
+    };
+    let mut at = 0;
+    while at + 8 < n {
+        if load(a, at) != load(b, at) {
             return false;
         }
+        at += 8;
     }
-    x.remainder() == y.remainder()
+    load(a, n - 8) == load(b, n - 8)
 }
 
 impl WordCache {
@@ -507,6 +519,21 @@ mod tests {
                     cache.insert(key, &word, &expected);
                 }
             }
+        }
+    }
+
+    /// The hashed words' compare agrees with `==` at every length and at every differing byte.
+    #[test]
+    fn same_is_equality() {
+        for len in 0..40 {
+            let a: Vec<u8> = (0..len as u8).map(|i| i.wrapping_mul(37)).collect();
+            assert!(same(&a, &a.clone()));
+            for at in 0..len {
+                let mut b = a.clone();
+                b[at] ^= 0x20;
+                assert!(!same(&a, &b), "length {len}, byte {at}");
+            }
+            assert!(!same(&a, &a[..len.saturating_sub(1)]) || len == 0);
         }
     }
 
