@@ -60,6 +60,10 @@ pub struct TokenizerArgs {
     /// server), or never (the search then on first use)
     #[arg(long, value_enum, default_value_t = SeedCache::Background)]
     pub seed_cache: SeedCache,
+    /// Microseconds the pool's threads stay awake after a parallel call, so that the next
+    /// call's segments start at once (0: off) [default: the library's]
+    #[arg(long, value_name = "US")]
+    pub linger_us: Option<u64>,
 }
 
 /// `--seed-cache`: the CLI spelling of [`lopt::SeedCache`].

@@ -82,6 +82,9 @@ fn builder(args: &TokenizerArgs) -> lopt::TokenizerBuilder {
     if let Some(bytes) = args.prefix_cache {
         builder = builder.prefix_cache(bytes);
     }
+    if let Some(us) = args.linger_us {
+        builder = builder.linger(std::time::Duration::from_micros(us));
+    }
     builder
 }
 

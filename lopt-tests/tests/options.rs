@@ -77,7 +77,14 @@ fn encode_with_equals_hf_with_the_same_settings() {
         let tokenizers = [
             TokenizerBuilder::new().threads(1).build_from_file(&path).unwrap(),
             TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
-            TokenizerBuilder::new().threads(3).chunk_size(97).min_parallel_bytes(0).build_from_file(&path).unwrap(),
+            // Its threads linger after each parallel call (the tokens must not change).
+            TokenizerBuilder::new()
+                .threads(3)
+                .chunk_size(97)
+                .min_parallel_bytes(0)
+                .linger(std::time::Duration::from_millis(1))
+                .build_from_file(&path)
+                .unwrap(),
         ];
         for tokenizer in &tokenizers {
             for options in option_sets("<pad>", 0) {
@@ -120,7 +127,14 @@ fn encode_ids_equals_hf_ids() {
         let tokenizers = [
             TokenizerBuilder::new().threads(1).build_from_file(&path).unwrap(),
             TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
-            TokenizerBuilder::new().threads(3).chunk_size(97).min_parallel_bytes(0).build_from_file(&path).unwrap(),
+            // Its threads linger after each parallel call (the tokens must not change).
+            TokenizerBuilder::new()
+                .threads(3)
+                .chunk_size(97)
+                .min_parallel_bytes(0)
+                .linger(std::time::Duration::from_millis(1))
+                .build_from_file(&path)
+                .unwrap(),
         ];
         // Truncating calls finish a full encoding (the test above covers them all): one of them
         // here, with every padding setting, the file's own settings and special tokens on and off.

@@ -37,6 +37,7 @@ mod doc;
 mod encoding;
 mod engine;
 mod error;
+mod linger;
 mod merge;
 mod options;
 mod parts;
@@ -57,8 +58,8 @@ pub use options::{EncodeOptions, SeedCache};
 pub use prefix::PrefixCacheStats;
 pub use size::parse_byte_size;
 pub use tokenizer::{
-    Parallelism, Tokenizer, TokenizerBuilder, DEFAULT_MIN_PARALLEL_BYTES, DEFAULT_MIN_PARALLEL_BYTES_HF,
-    DEFAULT_OVERLAP, MAX_PADDING_LENGTH,
+    Parallelism, Tokenizer, TokenizerBuilder, DEFAULT_LINGER, DEFAULT_MIN_PARALLEL_BYTES,
+    DEFAULT_MIN_PARALLEL_BYTES_HF, DEFAULT_OVERLAP, MAX_PADDING_LENGTH,
 };
 
 /// The HuggingFace `tokenizers` crate that lopt is exact against (re-exported so that callers can

@@ -1,7 +1,8 @@
 //! The public [`Tokenizer`] and its [`TokenizerBuilder`]: loading a `tokenizer.json`, choosing
 //! the engine and the cut rule, and running split → parallel encode → merge → post-process on an
 //! explicit thread pool that the tokenizer owns (rayon's global pool and process-wide switches
-//! are never touched).
+//! are never touched), whose threads may stay awake for a bounded time after a parallel call
+//! ([`TokenizerBuilder::linger`], `crate::linger`).
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -18,6 +19,7 @@ use crate::engine::spm::SpmEngine;
 use crate::engine::wordpiece::WordPieceEngine;
 use crate::engine::{Engine, EngineKind, Segment};
 use crate::error::{catch_panic, one_line, Error, ErrorKind, Result};
+use crate::linger::Linger;
 use crate::merge::{Gather, Layout, Run};
 use crate::options::{EncodeOptions, SeedCache, Settings};
 use crate::parts;
@@ -48,6 +50,10 @@ const FULL_TAIL: usize = 32 * 1024;
 /// (say, `Fixed(10^12)` from an untrusted file) would abort the process when it is allocated.
 pub const MAX_PADDING_LENGTH: usize = 1 << 24;
 
+/// How long the pool's threads stay awake after a parallel call by default
+/// ([`TokenizerBuilder::linger`]).
+pub const DEFAULT_LINGER: std::time::Duration = std::time::Duration::ZERO;
+
 /// Whether a tokenizer's texts are cut and encoded in parallel.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -71,6 +77,7 @@ pub struct TokenizerBuilder {
     engine: EngineKind,
     prefix_cache: usize,
     seed_cache: SeedCache,
+    linger: std::time::Duration,
 }
 
 impl Default for TokenizerBuilder {
@@ -92,6 +99,7 @@ impl TokenizerBuilder {
             engine: EngineKind::Auto,
             prefix_cache: 0,
             seed_cache: SeedCache::Background,
+            linger: DEFAULT_LINGER,
         }
     }
 
@@ -145,6 +153,18 @@ impl TokenizerBuilder {
     /// [`SeedCache::Background`]); the tokens are the same in every mode.
     pub fn seed_cache(mut self, mode: SeedCache) -> Self {
         self.seed_cache = mode;
+        self
+    }
+
+    /// How long the pool's threads stay awake after a call that encoded a text in parallel
+    /// (default [`DEFAULT_LINGER`]), so that the next call's segments start at once: a thread
+    /// that slept may take a millisecond to wake on a virtual machine. Until the next parallel
+    /// call or the deadline, every pool thread but one spins, yielding its core to any other
+    /// runnable thread every few microseconds; a call encoded on the calling thread (a short
+    /// text, one thread) leaves nothing. `Duration::ZERO` turns it off. The tokens are the same
+    /// either way.
+    pub fn linger(mut self, time: std::time::Duration) -> Self {
+        self.linger = time;
         self
     }
 
@@ -271,6 +291,7 @@ impl TokenizerBuilder {
                 DEFAULT_MIN_PARALLEL_BYTES
             }),
             prefix: (self.prefix_cache > 0).then(|| PrefixCache::new(self.prefix_cache)),
+            linger: Linger::new(self.linger),
         })
     }
 }
@@ -302,6 +323,8 @@ pub struct Tokenizer {
     min_parallel_bytes: usize,
     /// Raw tokens of recent long texts, when switched on.
     prefix: Option<PrefixCache>,
+    /// Keeps the pool's threads awake for a while after a parallel call.
+    linger: Arc<Linger>,
 }
 
 impl std::fmt::Debug for Tokenizer {
@@ -549,6 +572,8 @@ impl Tokenizer {
             return Ok(None);
         };
         let reuse = store.lookup(text, rule);
+        // Set when this call hands work to the pool, before it does; dropped when it returns.
+        let mut awake = None;
         let complete = |runs: &[CachedRun]| !full || runs.iter().all(CachedRun::has_columns);
         let whole = reuse.as_ref().is_some_and(|r| r.is_whole(text) && complete(r.entry.runs()));
         // The runs that this call encodes start at `fresh`; `kept[i]` says whether the cache keeps
@@ -578,6 +603,7 @@ impl Tokenizer {
                     let encoded: Vec<Vec<CachedRun>> = if jobs.len() == 1 {
                         vec![jobs[0].iter().map(encode).collect::<Result<_>>()?]
                     } else {
+                        awake.get_or_insert_with(|| self.linger.call(&self.pool));
                         self.pool.install(|| {
                             jobs.par_iter()
                                 .map(|job| job.iter().map(encode).collect::<Result<Vec<_>>>())
@@ -587,6 +613,7 @@ impl Tokenizer {
                     runs.extend(encoded.into_iter().flatten());
                 }
                 if !complete(&runs) {
+                    awake.get_or_insert_with(|| self.linger.call(&self.pool));
                     self.fill_columns(text, &mut runs)?;
                 }
                 runs
@@ -699,6 +726,7 @@ impl Tokenizer {
         // that each costs far more than handing it out (about 4 bytes a token).
         let piece = (text.len() / 4).div_ceil(self.threads.max(1) * 4).max(16 * 1024);
         let gather = Gather::new(&planned.starts, layout, piece);
+        let awake = self.linger.call(&self.pool);
         let pooled = trace::span("encode", 0);
         self.pool.install(|| {
             planned.ranges.par_iter().enumerate().try_for_each(|(k, r)| -> Result<()> {
@@ -709,7 +737,10 @@ impl Tokenizer {
             })?;
             drop(pooled);
             let _finish = trace::span("finish", 0);
-            gather.finish(vocab)
+            let finished = gather.finish(vocab);
+            // On this pool thread: the rest of the call is the caller's return.
+            awake.leave();
+            finished
         })
     }
 
@@ -746,9 +777,20 @@ impl Tokenizer {
             return finish(&[0], vec![segment?], headed);
         };
         let Planned { starts, ranges, .. } = &planned;
+        let awake = self.linger.call(&self.pool);
         let pooled = trace::span("encode", 0);
         let encode = |r: &std::ops::Range<usize>| planned.encode(r, || encode(text, r));
-        let tree = || self.pool.install(|| ranges.par_iter().map(&encode).collect::<Result<Vec<_>>>());
+        let tree = || {
+            self.pool.install(|| {
+                let segments = ranges.par_iter().map(&encode).collect::<Result<Vec<_>>>();
+                // Ids are finished on the calling thread alone; a full encoding's finish uses
+                // the pool (`assemble_parts`), so there the guard's drop leaves the jobs.
+                if !full {
+                    awake.leave();
+                }
+                segments
+            })
+        };
         // The other schedules are a trace build's experiment; other builds carry only the tree.
         #[cfg(feature = "trace")]
         let segments = match trace::schedule() {
@@ -950,6 +992,7 @@ impl Tokenizer {
                 })
                 .collect()
         } else {
+            let _awake = self.linger.call(&self.pool);
             self.pool.install(|| self.encode_batch_on_pool(texts, plans, &encode, &finish))
         }
     }

@@ -186,3 +186,24 @@ pub const ENABLED: bool = cfg!(feature = "trace");
 pub fn take() -> Vec<Event> {
     on::take()
 }
+
+/// How the pool's lingering jobs ended so far in this process (`crate::linger`): when the next
+/// call started, at their deadline, or on a core seen busy with other work; zeros without the
+/// `trace` feature.
+pub fn linger_ends() -> [u64; 3] {
+    let ends = &LINGER_ENDS;
+    [0, 1, 2].map(|i| ends[i].load(std::sync::atomic::Ordering::Relaxed))
+}
+
+static LINGER_ENDS: [std::sync::atomic::AtomicU64; 3] =
+    [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)];
+
+/// Counts a lingering job's end (0: the next call, 1: the deadline, 2: a busy core) in a trace
+/// build.
+pub(crate) fn linger_end(reason: usize) {
+    if ENABLED {
+        if let Some(count) = LINGER_ENDS.get(reason) {
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+}

@@ -78,6 +78,9 @@ struct Args {
     /// profiler started with a delay skips the load).
     #[arg(long, default_value_t = 300)]
     settle_ms: u64,
+    /// Microseconds the pools' threads stay awake after a parallel call (default: the library's).
+    #[arg(long)]
+    linger_us: Option<u64>,
 }
 
 /// (on-CPU ns, runnable-waiting ns) summed over the threads of this process.
@@ -117,6 +120,10 @@ fn main() -> anyhow::Result<()> {
     // thread then encodes the segments one after another, with one pre-token cache).
     let load = |threads, chunked: bool| {
         let builder = TokenizerBuilder::new().threads(threads).seed_cache(SeedCache::Sync);
+        let builder = match args.linger_us {
+            Some(us) => builder.linger(std::time::Duration::from_micros(us)),
+            None => builder,
+        };
         match args.chunk_size {
             Some(bytes) if chunked => builder.chunk_size(bytes),
             _ => builder,
@@ -497,4 +504,6 @@ fn print_trace_summary(calls: &[CallTrace], threads: usize, one_thread_ms: f64, 
     let spread = med(&|c| c.spread().0 as f64);
     let most = med(&|c| c.spread().1 as f64);
     println!("pool threads used {spread:.0}, most segments on one thread {most:.0}");
+    let [call, deadline, busy] = lopt::trace::linger_ends();
+    println!("linger ends: next call {call}, deadline {deadline}, busy core {busy}");
 }
