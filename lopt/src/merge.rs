@@ -17,9 +17,7 @@
 //! Invariants: the text's word ids are kept as the engines' `u32` counts (the lazy column's
 //! recipe, [`crate::encoding::Words`]); a column's length is set past slots only once every one
 //! of them was written ([`Slots::fill`] writes every slot of its window, whatever the part's
-//! column lengths); a piece of 1024 rows or more is written with streaming stores and fenced
-//! before the thread that wrote it goes on (`stream`), so its rows are visible to whoever is
-//! handed the columns after the pool's join.
+//! column lengths).
 
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicU32, AtomicU8, AtomicUsize, Ordering};
@@ -999,24 +997,16 @@ impl<'a> Slots<'a> {
         // shortest column still get a value, so that every slot is written (the caller's
         // `set_len` relies on it).
         let known = n.min(part.ids.len()).min(part.offsets.len()).min(part.word_ids.len());
+        for (slot, &id) in self.ids.iter_mut().zip(&part.ids[..known]) {
+            slot.write(id);
+        }
         let words_before = part.words_before;
-        if known >= stream::MIN_ROWS && stream::ENABLED {
-            stream::shifted(&mut self.ids[..known], &part.ids[..known], 0);
-            stream::shifted(&mut self.words[..known], &part.word_ids[..known], words_before);
-        } else {
-            for (slot, &id) in self.ids.iter_mut().zip(&part.ids[..known]) {
-                slot.write(id);
-            }
-            for (slot, &w) in self.words.iter_mut().zip(&part.word_ids[..known]) {
-                slot.write(w + words_before);
-            }
+        for (slot, &w) in self.words.iter_mut().zip(&part.word_ids[..known]) {
+            slot.write(w + words_before);
         }
         let start = part.start;
         let (offsets, ids) = (&part.offsets[..known], &part.ids[..known]);
         match &layout.trim {
-            None if known >= stream::MIN_ROWS && stream::ENABLED => {
-                stream::shifted_pairs(&mut self.offsets[..known], offsets, start);
-            }
             None => {
                 for (slot, &(s, e)) in self.offsets.iter_mut().zip(offsets) {
                     slot.write((s + start, e + start));
@@ -1030,126 +1020,8 @@ impl<'a> Slots<'a> {
                 }
             }
         }
-        // Streamed rows are ordered before whatever this thread does next (its piece counted
-        // done, the pool's join that hands the columns over).
-        stream::fence();
         Slots { ids: &mut self.ids[known..], offsets: &mut self.offsets[known..], words: &mut self.words[known..] }
             .fill_default();
-    }
-}
-
-/// The copy's streaming stores: a piece of a later segment is written into the text's columns,
-/// which nothing reads before the encoding is returned, with non-temporal stores (x86-64's
-/// `movntdq`/`movnti`), as the first segment's rows are written by the engine
-/// (`engine::out`): plain stores first read every line they fill into the cache (a read of the
-/// columns' 24 bytes a token that is thrown away) and push out the copy's source rows. Plain
-/// stores elsewhere and under the feature `scalar-pretok`, the twin that the tests also run.
-///
-/// Invariants: every slot of the windows given is written (as by the plain loops), and the
-/// writing thread fences ([`fence`]) before it signals the piece done.
-mod stream {
-    use std::mem::MaybeUninit;
-
-    /// Whether stores stream (x86-64 without the feature `scalar-pretok`).
-    pub(super) const ENABLED: bool = cfg!(all(target_arch = "x86_64", not(feature = "scalar-pretok")));
-
-    /// Rows from which a piece streams (a short piece's rows are written through the cache: the
-    /// fence costs more than they do).
-    pub(super) const MIN_ROWS: usize = 1024;
-
-    /// Writes `src[i] + add` into `out[i]` for every `i < out.len().min(src.len())`.
-    #[inline]
-    pub(super) fn shifted(out: &mut [MaybeUninit<u32>], src: &[u32], add: u32) {
-        let n = out.len().min(src.len());
-        #[cfg(all(target_arch = "x86_64", not(feature = "scalar-pretok")))]
-        {
-            use std::arch::x86_64::{
-                __m128i, _mm_add_epi32, _mm_loadu_si128, _mm_set1_epi32, _mm_stream_si128, _mm_stream_si32,
-            };
-            let at = out.as_mut_ptr().cast::<u32>();
-            // Rows written one at a time until the window is 16-byte aligned (at most 3; a
-            // `u32` column's window is 4-byte aligned), then four at a time.
-            let lead = at.align_offset(16).min(n);
-            let vectors = (n - lead) / 4;
-            for (i, &x) in src[..lead].iter().enumerate() {
-                // SAFETY: `i < lead <= n <= out.len()`, so `at.add(i)` is a slot of `out`, valid
-                // for a write of an aligned `u32`.
-                unsafe { _mm_stream_si32(at.add(i).cast::<i32>(), x.wrapping_add(add) as i32) };
-            }
-            // SAFETY: SSE2 is part of x86-64. `_mm_set1_epi32` only builds a value.
-            let addv = unsafe { _mm_set1_epi32(add as i32) };
-            for v in 0..vectors {
-                let i = lead + 4 * v;
-                debug_assert!(i + 4 <= n);
-                // SAFETY: `i + 4 <= lead + 4 * vectors <= n`, so `src[i..i + 4]` is in bounds
-                // (an unaligned load) and `at.add(i)..at.add(i + 4)` are slots of `out`, 16-byte
-                // aligned (`lead` aligned the window, and `4 * v` rows are 16 bytes each).
-                unsafe {
-                    let x = _mm_loadu_si128(src.as_ptr().add(i).cast::<__m128i>());
-                    _mm_stream_si128(at.add(i).cast::<__m128i>(), _mm_add_epi32(x, addv));
-                }
-            }
-            let tail = lead + 4 * vectors;
-            for (i, &x) in src[tail..n].iter().enumerate() {
-                // SAFETY: as in the first loop: `tail + i < n`.
-                unsafe { _mm_stream_si32(at.add(tail + i).cast::<i32>(), x.wrapping_add(add) as i32) };
-            }
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(feature = "scalar-pretok"))))]
-        for (slot, &x) in out[..n].iter_mut().zip(&src[..n]) {
-            slot.write(x.wrapping_add(add));
-        }
-    }
-
-    /// Writes `(s + add, e + add)` for each `(s, e)` of `src` into `out`, for every row of the
-    /// shorter.
-    #[inline]
-    pub(super) fn shifted_pairs(out: &mut [MaybeUninit<(usize, usize)>], src: &[(usize, usize)], add: usize) {
-        let n = out.len().min(src.len());
-        #[cfg(all(target_arch = "x86_64", not(feature = "scalar-pretok")))]
-        {
-            use std::arch::x86_64::{
-                __m128i, _mm_add_epi64, _mm_loadu_si128, _mm_set1_epi64x, _mm_stream_si128, _mm_stream_si64,
-            };
-            let at = out.as_mut_ptr().cast::<(usize, usize)>();
-            if at.cast::<u8>().align_offset(16) == 0 && std::mem::size_of::<(usize, usize)>() == 16 {
-                // SAFETY: SSE2 is part of x86-64; `_mm_set1_epi64x` only builds a value.
-                let addv = unsafe { _mm_set1_epi64x(add as i64) };
-                for i in 0..n {
-                    // SAFETY: `i < n`: `src[i]` is in bounds (16 bytes, both halves `usize`, so
-                    // adding to each 64-bit lane adds to each half whatever the tuple's field
-                    // order), and `at.add(i)` is a slot of `out`, 16-byte aligned (checked
-                    // above; each slot is 16 bytes).
-                    unsafe {
-                        let x = _mm_loadu_si128(src.as_ptr().add(i).cast::<__m128i>());
-                        _mm_stream_si128(at.add(i).cast::<__m128i>(), _mm_add_epi64(x, addv));
-                    }
-                }
-            } else {
-                for (i, &(s, e)) in src[..n].iter().enumerate() {
-                    // SAFETY: `i < n`: `at.add(i)` is a slot of `out`, aligned for its fields,
-                    // each a `usize` (an `i64` on x86-64).
-                    unsafe {
-                        _mm_stream_si64(std::ptr::addr_of_mut!((*at.add(i)).0).cast::<i64>(), (s + add) as i64);
-                        _mm_stream_si64(std::ptr::addr_of_mut!((*at.add(i)).1).cast::<i64>(), (e + add) as i64);
-                    }
-                }
-            }
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(feature = "scalar-pretok"))))]
-        for (slot, &(s, e)) in out[..n].iter_mut().zip(&src[..n]) {
-            slot.write((s + add, e + add));
-        }
-    }
-
-    /// Orders the streamed stores before every later memory access of this thread (`sfence`).
-    #[inline]
-    pub(super) fn fence() {
-        #[cfg(all(target_arch = "x86_64", not(feature = "scalar-pretok")))]
-        // SAFETY: `sfence` has no precondition (SSE, part of x86-64).
-        unsafe {
-            std::arch::x86_64::_mm_sfence()
-        };
     }
 }
 
@@ -1174,45 +1046,6 @@ fn trim_offsets(trim: &Trim<'_>, id: u32, offsets: &mut (usize, usize), index: u
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The copy's streamed writes equal the plain loops' for every length and alignment of the
-    /// window (the leading rows written one at a time, the aligned middle four at a time, the
-    /// tail one at a time; offsets with the window aligned or not), and leave no slot unwritten.
-    #[test]
-    fn streamed_rows_equal_plain_rows() {
-        for n in [0, 1, 3, 4, 5, 7, 8, 33, 1024, 1031] {
-            for skip in 0..4 {
-                let src: Vec<u32> = (0..n as u32).map(|k| k.wrapping_mul(2_654_435_761)).collect();
-                let mut out = vec![MaybeUninit::new(u32::MAX); n + skip];
-                stream::shifted(&mut out[skip..], &src, 17);
-                stream::fence();
-                // SAFETY: every slot was initialized above (and rewritten by `shifted`).
-                let got: Vec<u32> = out[skip..].iter().map(|x| unsafe { x.assume_init() }).collect();
-                assert_eq!(got, src.iter().map(|&x| x.wrapping_add(17)).collect::<Vec<_>>(), "n={n} skip={skip}");
-                let pairs: Vec<(usize, usize)> = (0..n).map(|k| (3 * k, 3 * k + 2)).collect();
-                let mut out = vec![MaybeUninit::new((usize::MAX, usize::MAX)); n + skip];
-                stream::shifted_pairs(&mut out[skip..], &pairs, 1000);
-                stream::fence();
-                // SAFETY: as above.
-                let got: Vec<(usize, usize)> = out[skip..].iter().map(|x| unsafe { x.assume_init() }).collect();
-                assert_eq!(got, pairs.iter().map(|&(s, e)| (s + 1000, e + 1000)).collect::<Vec<_>>());
-                // An unaligned window of pairs (the fallback's per-field stores).
-                let mut raw = vec![0u8; 16 * (n + 2)];
-                let at = raw.as_mut_ptr().wrapping_add(raw.as_ptr().align_offset(16) + 8);
-                if n > 0 && at.align_offset(8) == 0 {
-                    // SAFETY: `at` is 8-byte aligned and `16 * n` bytes from it lie in `raw`
-                    // (at most 15 + 8 bytes skipped of `16 * (n + 2)`); the slots are
-                    // `MaybeUninit`, so any bytes are valid.
-                    let window = unsafe { std::slice::from_raw_parts_mut(at.cast::<MaybeUninit<(usize, usize)>>(), n) };
-                    stream::shifted_pairs(window, &pairs, 5);
-                    stream::fence();
-                    // SAFETY: every slot of `window` was written by `shifted_pairs`.
-                    let got: Vec<(usize, usize)> = window.iter().map(|x| unsafe { x.assume_init() }).collect();
-                    assert_eq!(got, pairs.iter().map(|&(s, e)| (s + 5, e + 5)).collect::<Vec<_>>());
-                }
-            }
-        }
-    }
 
     /// A segment of `ids`, `offsets` and word ids `words` whose columns have `room` rows (built
     /// afresh for each use: a clone keeps no spare capacity), with token strings when `strings`.
