@@ -4,12 +4,9 @@
 //!
 //! Each mask has three implementations that must agree on every block: SSE2 on x86-64 (part of
 //! its baseline, so no run-time detection is needed), SWAR on `u64` lanes elsewhere, and the
-//! scalar twin, one byte at a time. The class masks ([`Kernel::ascii_classes`]) have a fourth,
-//! AVX2, which the bulk kernel takes where the CPU has it (detected at run time; the SSE2 one
-//! otherwise). [`Kernel`] picks one; the cargo feature `scalar-pretok` makes
+//! scalar twin, one byte at a time. [`Kernel`] picks one; the cargo feature `scalar-pretok` makes
 //! the engine use the scalar twin everywhere, so the differential suite can run on both paths.
-//! The unit tests compare them all (the AVX2 kernel where the CPU has it) on random and
-//! adversarial blocks.
+//! The unit tests compare the three on random and adversarial blocks.
 //!
 //! Only ASCII bytes are ever set, except in [`AsciiClasses::high`], the mask of the bytes that are
 //! not: a byte of a multi-byte character is never an ASCII letter, so callers go back to the
@@ -51,15 +48,7 @@ impl Kernel {
         match self {
             Kernel::Scalar => ascii_classes_scalar(block),
             #[cfg(target_arch = "x86_64")]
-            Kernel::Bulk => {
-                if std::arch::is_x86_feature_detected!("avx2") {
-                    // SAFETY: `ascii_classes_avx2` needs AVX2, which the CPU was just found to
-                    // have (the detection is cached by `std`: one load and a test per block).
-                    unsafe { ascii_classes_avx2(block) }
-                } else {
-                    ascii_classes_sse2(block)
-                }
-            }
+            Kernel::Bulk => ascii_classes_sse2(block),
             #[cfg(not(target_arch = "x86_64"))]
             Kernel::Bulk => ascii_classes_swar(block),
         }
@@ -184,54 +173,6 @@ fn ascii_classes_sse2(block: &[u8; BLOCK]) -> AsciiClasses {
             let nl = _mm_cmpeq_epi8(v, _mm_set1_epi8(b'\n' as i8));
             let punct = _mm_andnot_si128(_mm_or_si128(_mm_or_si128(letter, digit), quote), printable);
             [letter, digit, space, punct, v, upper, nl].map(|x| u64::from(_mm_movemask_epi8(x) as u16) << (16 * k))
-        };
-        m.letter |= masks[0];
-        m.digit |= masks[1];
-        m.space |= masks[2];
-        m.punct |= masks[3];
-        m.high |= masks[4];
-        m.upper |= masks[5];
-        m.nl |= masks[6];
-    }
-    m
-}
-
-/// [`ascii_classes_sse2`] 32 bytes per step (the same range tests): half the compares and half
-/// the mask moves, shifts and `or`s (the SSE2 kernel was 8 % of the instructions on English text).
-///
-/// # Safety
-///
-/// The CPU must support AVX2 (the caller checks with `is_x86_feature_detected!`).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn ascii_classes_avx2(block: &[u8; BLOCK]) -> AsciiClasses {
-    use std::arch::x86_64::{
-        _mm256_add_epi8, _mm256_andnot_si256, _mm256_cmpeq_epi8, _mm256_cmpgt_epi8, _mm256_loadu_si256,
-        _mm256_movemask_epi8, _mm256_or_si256, _mm256_set1_epi8,
-    };
-    let mut m = AsciiClasses::default();
-    for k in 0..BLOCK / 32 {
-        // SAFETY: AVX2 is enabled for this function (its caller's check); the unaligned load
-        // reads bytes 32k..32k+32 of the 64-byte array, in bounds for k < 2.
-        let masks = unsafe {
-            let v = _mm256_loadu_si256(block.as_ptr().add(32 * k).cast());
-            // `first..=last` maps to the lowest `last - first + 1` signed byte values (AVX2 has
-            // no `cmplt`: `a < b` is `b > a`).
-            let range = |first: u8, len: u8| {
-                _mm256_cmpgt_epi8(
-                    _mm256_set1_epi8((0x80u8.wrapping_add(len)) as i8),
-                    _mm256_add_epi8(v, _mm256_set1_epi8(0x80u8.wrapping_sub(first) as i8)),
-                )
-            };
-            let upper = range(b'A', 26);
-            let letter = _mm256_or_si256(upper, range(b'a', 26));
-            let digit = range(b'0', 10);
-            let printable = range(b'!', 94);
-            let quote = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\'' as i8));
-            let space = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b' ' as i8));
-            let nl = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(b'\n' as i8));
-            let punct = _mm256_andnot_si256(_mm256_or_si256(_mm256_or_si256(letter, digit), quote), printable);
-            [letter, digit, space, punct, v, upper, nl].map(|x| u64::from(_mm256_movemask_epi8(x) as u32) << (32 * k))
         };
         m.letter |= masks[0];
         m.digit |= masks[1];
@@ -537,15 +478,6 @@ mod tests {
         let want = ascii_classes_scalar(block);
         assert_eq!(ascii_classes_swar(block), want, "swar classes on {block:?}");
         assert_eq!(Kernel::Bulk.ascii_classes(block), want, "bulk classes on {block:?}");
-        #[cfg(target_arch = "x86_64")]
-        {
-            // Both x86-64 kernels, whichever the bulk one picks on this CPU.
-            assert_eq!(ascii_classes_sse2(block), want, "sse2 classes on {block:?}");
-            if std::arch::is_x86_feature_detected!("avx2") {
-                // SAFETY: the CPU was just found to support AVX2.
-                assert_eq!(unsafe { ascii_classes_avx2(block) }, want, "avx2 classes on {block:?}");
-            }
-        }
         assert_eq!(Kernel::Scalar.ascii_classes(block), want);
     }
 
