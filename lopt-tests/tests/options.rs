@@ -57,6 +57,22 @@ fn option_sets(pad_token: &str, pad_id: u32) -> Vec<EncodeOptions> {
     sets
 }
 
+/// The tokenizers each option test runs: one thread, two, and three threads cutting every 97
+/// bytes of any text whose threads linger after each parallel call (the tokens must not change).
+fn thread_settings(path: &std::path::Path) -> [Tokenizer; 3] {
+    [
+        TokenizerBuilder::new().threads(1).build_from_file(path).unwrap(),
+        TokenizerBuilder::new().threads(2).build_from_file(path).unwrap(),
+        TokenizerBuilder::new()
+            .threads(3)
+            .chunk_size(97)
+            .min_parallel_bytes(0)
+            .linger(std::time::Duration::from_millis(1))
+            .build_from_file(path)
+            .unwrap(),
+    ]
+}
+
 fn reference(tokenizer: &Tokenizer, options: &EncodeOptions) -> lopt::hf::Tokenizer {
     let mut hf = tokenizer.hf().unwrap().clone();
     hf.with_truncation(options.truncation_params().cloned()).unwrap();
@@ -74,18 +90,7 @@ fn encode_with_equals_hf_with_the_same_settings() {
         };
         // One thread too: the template's opening tokens are written in front of the text's ids
         // up front there as well (`engine::out::Columns::headed`).
-        let tokenizers = [
-            TokenizerBuilder::new().threads(1).build_from_file(&path).unwrap(),
-            TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
-            // Its threads linger after each parallel call (the tokens must not change).
-            TokenizerBuilder::new()
-                .threads(3)
-                .chunk_size(97)
-                .min_parallel_bytes(0)
-                .linger(std::time::Duration::from_millis(1))
-                .build_from_file(&path)
-                .unwrap(),
-        ];
+        let tokenizers = thread_settings(&path);
         for tokenizer in &tokenizers {
             for options in option_sets("<pad>", 0) {
                 let hf = reference(tokenizer, &options);
@@ -124,18 +129,7 @@ fn encode_ids_equals_hf_ids() {
     for (name, path) in lopt_tests::available_fixtures() {
         // One thread too: the template's opening tokens are written in front of the text's ids
         // up front there as well (`engine::out::Columns::headed`).
-        let tokenizers = [
-            TokenizerBuilder::new().threads(1).build_from_file(&path).unwrap(),
-            TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap(),
-            // Its threads linger after each parallel call (the tokens must not change).
-            TokenizerBuilder::new()
-                .threads(3)
-                .chunk_size(97)
-                .min_parallel_bytes(0)
-                .linger(std::time::Duration::from_millis(1))
-                .build_from_file(&path)
-                .unwrap(),
-        ];
+        let tokenizers = thread_settings(&path);
         // Truncating calls finish a full encoding (the test above covers them all): one of them
         // here, with every padding setting, the file's own settings and special tokens on and off.
         let mut sets: Vec<EncodeOptions> = option_sets("<pad>", 7)
