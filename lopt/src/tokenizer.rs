@@ -795,7 +795,7 @@ impl Tokenizer {
         #[cfg(feature = "trace")]
         let segments = match trace::schedule() {
             trace::Schedule::Tree => tree()?,
-            schedule => self.encode_fanned(&ranges, schedule, encode)?,
+            schedule => self.encode_fanned(ranges, schedule, encode)?,
         };
         #[cfg(not(feature = "trace"))]
         let segments = tree()?;
