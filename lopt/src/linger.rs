@@ -38,6 +38,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::trace::LingerEnd;
+
 /// Spins between two looks at the clock (and yields of the core): `spin_loop` takes some tens
 /// of nanoseconds, so a lingering thread yields and reads the clock every few microseconds.
 const SPINS_PER_CHECK: u32 = 64;
@@ -84,14 +86,14 @@ impl Linger {
         loop {
             for _ in 0..SPINS_PER_CHECK {
                 if self.calls.load(Ordering::Relaxed) != seen {
-                    crate::trace::linger_end(0);
+                    crate::trace::linger_end(LingerEnd::NextCall);
                     return;
                 }
                 std::hint::spin_loop();
             }
             let now = Instant::now();
             if now >= until || now.duration_since(last) > BUSY {
-                crate::trace::linger_end(if now >= until { 1 } else { 2 });
+                crate::trace::linger_end(if now >= until { LingerEnd::Deadline } else { LingerEnd::BusyCore });
                 return;
             }
             last = now;

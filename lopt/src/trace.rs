@@ -187,23 +187,30 @@ pub fn take() -> Vec<Event> {
     on::take()
 }
 
-/// How the pool's lingering jobs ended so far in this process (`crate::linger`): when the next
-/// call started, at their deadline, or on a core seen busy with other work; zeros without the
-/// `trace` feature.
-pub fn linger_ends() -> [u64; 3] {
-    let ends = &LINGER_ENDS;
-    [0, 1, 2].map(|i| ends[i].load(std::sync::atomic::Ordering::Relaxed))
+/// Why a lingering job of the pool (`crate::linger`) returned: the index of its count in
+/// [`linger_ends`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum LingerEnd {
+    /// The next parallel call started.
+    NextCall = 0,
+    /// Its deadline passed.
+    Deadline = 1,
+    /// Its core was seen busy with other work.
+    BusyCore = 2,
 }
 
-static LINGER_ENDS: [std::sync::atomic::AtomicU64; 3] =
-    [std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0), std::sync::atomic::AtomicU64::new(0)];
+/// How the pool's lingering jobs ended so far in this process, counted by [`LingerEnd`]: when the
+/// next call started, at their deadline, or on a core seen busy with other work; zeros without
+/// the `trace` feature.
+pub fn linger_ends() -> [u64; 3] {
+    LINGER_ENDS.each_ref().map(|count| count.load(std::sync::atomic::Ordering::Relaxed))
+}
 
-/// Counts a lingering job's end (0: the next call, 1: the deadline, 2: a busy core) in a trace
-/// build.
-pub(crate) fn linger_end(reason: usize) {
+static LINGER_ENDS: [std::sync::atomic::AtomicU64; 3] = [const { std::sync::atomic::AtomicU64::new(0) }; 3];
+
+/// Counts a lingering job's end in a trace build.
+pub(crate) fn linger_end(end: LingerEnd) {
     if ENABLED {
-        if let Some(count) = LINGER_ENDS.get(reason) {
-            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+        LINGER_ENDS[end as usize].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
