@@ -13,7 +13,8 @@
 # prose, then four 1 MB documents of each input; one 1 MB document's CPU time moves in steps of
 # 4 ms, too coarse for the pathological ratios). PY is a Python with fastokens, nanotoken and tokenizers installed.
 # Set PREFIX=1 to add the prefix-reuse run. Run it on a quiet machine: about 15 minutes on 2 cores.
-# scripts/peers-median.py "$OUT" prints the peers table, median of the three passes.
+# scripts/peers-median.py "$OUT" prints the peers table, median of the three passes;
+# scripts/ratios-per-pass.py "$OUT" [lopt-base] the ratios to the peers taken inside each pass.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 : "${OUT:?set OUT}" "${BASE:?set BASE}"
