@@ -254,24 +254,71 @@ impl Keyed {
     }
 }
 
-/// The stack merge of [`merge_scan`] (and of [`merge_window`] for tables beyond [`KEY_RANKS`]).
+/// The stack merge of [`merge_scan`] (and of [`merge_window`] for tables beyond [`KEY_RANKS`]):
+/// [`scan_in`] on a copy of `symbols`.
 #[inline(always)]
-fn scan<P: Pairs>(merges: &P, symbols: &[u32], mut emit: impl FnMut(u32, usize)) {
+fn scan<P: Pairs>(merges: &P, symbols: &[u32], emit: impl FnMut(u32, usize)) {
     let n = symbols.len().min(SCAN_LIMIT);
+    let mut ids = [0u32; SCAN_LIMIT];
+    ids[..n].copy_from_slice(&symbols[..n]);
+    scan_in(merges, &mut ids[..n], emit);
+}
+
+/// [`merge`] of symbols that the caller gives up: up to [`SCAN_LIMIT`] are merged where they
+/// lie ([`scan_in`]: no copy onto the stack), more by the heap. `symbols` is left in no
+/// particular state.
+#[inline(always)]
+pub(crate) fn merge_in_place(
+    merges: &MergeMap,
+    symbols: &mut [u32],
+    scratch: &mut Scratch,
+    emit: impl FnMut(u32, usize),
+) {
+    if symbols.len() <= SCAN_LIMIT {
+        scan_in(merges, symbols, emit);
+    } else {
+        merge_heap(merges, symbols, scratch, emit);
+    }
+}
+
+/// [`scan_in`]'s links of a fresh list: slot `i` is followed by `i + 1` (the last slot's next
+/// is the list's length, the end) and preceded by `i - 1` (wrapping for the first, never read).
+/// Copied whole from constants: storing both per symbol was about a tenth of the set-up of a
+/// short missed word's merge.
+const NEXT: [u8; SCAN_LIMIT] = {
+    let mut next = [0u8; SCAN_LIMIT];
+    let mut i = 0;
+    while i < SCAN_LIMIT {
+        next[i] = (i + 1) as u8;
+        i += 1;
+    }
+    next
+};
+const PREV: [u8; SCAN_LIMIT] = {
+    let mut prev = [0u8; SCAN_LIMIT];
+    let mut i = 0;
+    while i < SCAN_LIMIT {
+        prev[i] = (i as u8).wrapping_sub(1);
+        i += 1;
+    }
+    prev
+};
+
+/// The scan itself, on the first [`SCAN_LIMIT`] of `ids` in place: the rank of the pair starting
+/// at each live symbol, a linked list of live symbols, and a scan for the minimum per merge.
+#[inline(always)]
+fn scan_in<P: Pairs>(merges: &P, ids: &mut [u32], mut emit: impl FnMut(u32, usize)) {
+    let n = ids.len().min(SCAN_LIMIT);
     if n == 0 {
         return;
     }
-    let mut ids = [0u32; SCAN_LIMIT];
+    let ids = &mut ids[..n];
     let mut ranks = [NO_RANK; SCAN_LIMIT];
     // The id each candidate pair merges into, read with its rank (one table slot).
     let mut merged = [0u32; SCAN_LIMIT];
-    let mut next = [0u8; SCAN_LIMIT];
-    let mut prev = [0u8; SCAN_LIMIT];
-    for (i, &id) in symbols[..n].iter().enumerate() {
-        ids[i] = id;
-        next[i] = (i + 1) as u8;
-        prev[i] = i.wrapping_sub(1) as u8;
-    }
+    // Only the first `n` slots are read, so the links past the list need no care.
+    let mut next = NEXT;
+    let mut prev = PREV;
     for i in 0..n - 1 {
         (ranks[i], merged[i]) = merges.get(ids[i], ids[i + 1]);
     }
@@ -405,6 +452,12 @@ mod tests {
             let mut window = Vec::new();
             merge_window(&merges, &symbols, |id, last| window.push((id, last)));
             assert_eq!(scan, window, "{symbols:?}");
+            // In place, on a copy the merge may spoil.
+            let mut in_place = Vec::new();
+            merge_in_place(&merges, &mut symbols.clone(), &mut Scratch::default(), |id, last| {
+                in_place.push((id, last))
+            });
+            assert_eq!(scan, in_place, "{symbols:?}");
             // Two windows in lockstep merge each as alone.
             let (mut first, mut second) = (Vec::new(), Vec::new());
             let other = &symbols[len / 2..];

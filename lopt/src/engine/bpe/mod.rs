@@ -447,29 +447,17 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
         self.out.words += 1;
     }
 
-    /// BPE of `word` into `self.ids` alone (`entry` as for [`Self::merge`]): what `merge`
-    /// starts from, and all the ids-only mode needs of a word it does not cache.
+    /// BPE of `word` into `self.ids` alone (`entry` as for [`Self::merge`]): all the ids-only
+    /// mode needs of a word it does not cache.
     fn merge_ids(&mut self, word: &[u8], entry: bool) {
-        let model = &self.engine.model;
         self.ids.clear();
-        if entry {
-            model.encode(word, &mut self.scratch, &mut self.ids);
-        } else {
-            model.encode_non_entry(word, &mut self.scratch, &mut self.ids);
-        }
+        self.engine.model.encode_word_any(word, entry, &mut self.scratch, &mut self.ids);
     }
 
     /// Merges `word` into `self.tokens`; `entry`: whether it may be a vocabulary entry (else it
     /// missed the seeded cache, which holds every entry of its length).
     fn merge(&mut self, word: &[u8], entry: bool) {
-        self.merge_ids(word, entry);
-        let model = &self.engine.model;
-        self.tokens.clear();
-        let mut end = 0u32;
-        for &id in &self.ids {
-            end += model.token_len(id) as u32;
-            self.tokens.push((id, end));
-        }
+        self.engine.model.encode_tokens(word, entry, &mut self.scratch, &mut self.ids, &mut self.tokens);
     }
 
     /// One pre-token, `text[start..end]`.
@@ -520,8 +508,14 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
         let engine = self.engine;
         // A miss in this thread's cache, but perhaps a vocabulary entry: remembered here too, so
         // that its next lookups stay in this thread's smaller, warmer table.
-        let seed = engine.seed.get().filter(|_| len <= cache::SEED_MAX_LEN);
-        if let Some((hit, splits)) = seed.and_then(|seed| seed.get(all, start, end)) {
+        let seed = if len <= cache::SEED_MAX_LEN { engine.seed.get() } else { None };
+        // A `match`, not a closure: the probe stays inlined here (as a closure it was compiled
+        // as a call of its own once the merge below changed).
+        let seeded = match seed {
+            Some(seed) => seed.get(all, start, end),
+            None => None,
+        };
+        if let Some((hit, splits)) = seeded {
             match hit {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, len as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),

@@ -386,6 +386,7 @@ impl BpeModel {
     /// [`Self::encode`] of a `word` that is no vocabulary entry (it missed the seeded cache,
     /// which holds every entry of up to [`SEED_MAX_LEN`] bytes): `ignore_merges`' whole-word
     /// lookup, which would miss, is left out.
+    #[cfg(test)]
     pub(crate) fn encode_non_entry(&self, word: &[u8], scratch: &mut Scratch, out: &mut Vec<u32>) {
         self.encode_word::<false>(word, scratch, out);
     }
@@ -491,7 +492,69 @@ impl BpeModel {
                 (NO_RANK, _) => out.extend([a, b]),
                 (_, merged) => out.push(merged),
             },
-            _ => merge_core::merge(&self.merges, symbols, merge, |id, _| out.push(id)),
+            _ => merge_core::merge_in_place(&self.merges, symbols, merge, |id, _| out.push(id)),
+        }
+    }
+
+    /// The tokens of the pre-token `word` as `(id, end within the word)` into `tokens` (cleared
+    /// first): [`Self::encode`] when `entry`, else [`Self::encode_non_entry`]; `ids` is scratch.
+    /// A word whose ends are ASCII and that starts as one symbol per byte (no premerged
+    /// character: every word of English or base64 that misses the caches) has its ends from
+    /// the merge itself, the last symbol each token covers; any other word reads each token's
+    /// length (a load from a table of the whole vocabulary's lengths, cold for rare tokens).
+    #[inline]
+    pub(crate) fn encode_tokens(
+        &self,
+        word: &[u8],
+        entry: bool,
+        scratch: &mut Scratch,
+        ids: &mut Vec<u32>,
+        tokens: &mut Vec<(u32, u32)>,
+    ) {
+        tokens.clear();
+        let n = word.len();
+        // The path of `encode_word` for such a word is `encode_piece`'s merge below, with the
+        // same symbols and the same merge.
+        let plain =
+            (2..LONG_MIN).contains(&n) && word[0] < 0x80 && word[n - 1] < 0x80 && !(entry && self.ignore_merges);
+        if plain {
+            let Scratch { symbols, merge, .. } = scratch;
+            symbols.clear();
+            self.initial_symbols(word, symbols);
+            // A premerged character is fewer symbols than bytes, so as many symbols as bytes
+            // means one per byte: a token that ends with symbol `last` ends at byte `last + 1`.
+            if symbols.len() == n {
+                match symbols[..] {
+                    [a, b] => match self.merges.get(a, b) {
+                        (NO_RANK, _) => tokens.extend([(a, 1), (b, 2)]),
+                        (_, merged) => tokens.push((merged, 2)),
+                    },
+                    _ => merge_core::merge_in_place(&self.merges, symbols, merge, |id, last| {
+                        tokens.push((id, last as u32 + 1));
+                    }),
+                }
+                return;
+            }
+            ids.clear();
+            merge_core::merge_in_place(&self.merges, symbols, merge, |id, _| ids.push(id));
+        } else {
+            ids.clear();
+            self.encode_word_any(word, entry, scratch, ids);
+        }
+        let mut end = 0u32;
+        for &id in ids.iter() {
+            end += self.token_len(id) as u32;
+            tokens.push((id, end));
+        }
+    }
+
+    /// [`Self::encode`] when `entry`, else [`Self::encode_non_entry`].
+    #[inline]
+    pub(crate) fn encode_word_any(&self, word: &[u8], entry: bool, scratch: &mut Scratch, out: &mut Vec<u32>) {
+        if entry {
+            self.encode_word::<true>(word, scratch, out);
+        } else {
+            self.encode_word::<false>(word, scratch, out);
         }
     }
 
@@ -943,6 +1006,54 @@ mod tests {
                 assert_eq!(got, expected, "{name}: {:?}", String::from_utf8_lossy(word));
             }
             assert!(hits >= seed.len(), "{name}: {hits} hits for {} seeded entries", seed.len());
+        }
+    }
+
+    /// The tokens with their ends are the ids of `encode` (or `encode_non_entry`) with ends summed
+    /// from token lengths, on both of its paths: words of ASCII, base64-like and with
+    /// multi-byte characters inside or at an end, short and long, entries or not (llama3_1:
+    /// `ignore_merges`).
+    #[test]
+    fn token_ends_are_the_token_lengths() {
+        let alphabet: Vec<char> =
+            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+/= 'é中".chars().collect();
+        for (name, model) in fixture_models(&["qwen3", "llama3_1", "gpt2"]) {
+            let mut words: Vec<Vec<u8>> =
+                ["hello", "tokenization", "aGVsbG8gd29ybGQ", " Zm9vYmFy", "x中", "中文", "cafés"]
+                    .iter()
+                    .map(|w| w.as_bytes().to_vec())
+                    .collect();
+            let mut state = 0x5851_f42d_4c95_7f2du64;
+            let mut next = move || crate::engine::xorshift(&mut state);
+            for _ in 0..5000 {
+                let len = 2 + (next() % 40) as usize;
+                let len = if next() % 10 == 0 { len * 4 } else { len };
+                let word: String = (0..len).map(|_| alphabet[(next() % alphabet.len() as u64) as usize]).collect();
+                words.push(word.into_bytes());
+            }
+            let mut scratch = Scratch::default();
+            let (mut ids, mut tokens) = (Vec::new(), Vec::new());
+            for word in &words {
+                for entry in [true, false] {
+                    let mut expected = Vec::new();
+                    if entry {
+                        model.encode(word, &mut scratch, &mut expected);
+                    } else {
+                        model.encode_non_entry(word, &mut scratch, &mut expected);
+                    }
+                    let mut end = 0;
+                    let expected: Vec<(u32, u32)> = expected
+                        .iter()
+                        .map(|&id| {
+                            end += model.token_len(id) as u32;
+                            (id, end)
+                        })
+                        .collect();
+                    model.encode_tokens(word, entry, &mut scratch, &mut ids, &mut tokens);
+                    assert_eq!(tokens, expected, "{name}: {:?} entry {entry}", String::from_utf8_lossy(word));
+                    assert_eq!(tokens.last().map(|t| t.1 as usize), Some(word.len()));
+                }
+            }
         }
     }
 
