@@ -54,33 +54,53 @@ fn builder(engine: EngineKind) -> TokenizerBuilder {
     TokenizerBuilder::new().engine(engine).threads(1)
 }
 
-fn load(name: &str) -> Option<(Tokenizer, Tokenizer)> {
+/// One fixture's native tokenizers: one segment and many small ones on the bulk kernels, and one
+/// segment on their scalar twins (`TokenizerBuilder::scalar_kernels`), so that every scanner is
+/// checked against HF beside its twin. (The segments' boundaries do not depend on the kernel.)
+struct Natives {
+    all: [(&'static str, Tokenizer); 3],
+}
+
+impl Natives {
+    /// The first: one segment, bulk kernels.
+    fn whole(&self) -> &Tokenizer {
+        &self.all[0].1
+    }
+}
+
+fn load(name: &str) -> Option<Natives> {
     let Some(path) = fixture(name) else {
         eprintln!("NOTICE: fixture tokenizer {name} not found; skipped");
         return None;
     };
-    let native = builder(EngineKind::Native).build_from_file(&path).expect("native engine supports the fixture");
-    assert_eq!(native.engine_name(), "bpe", "{name}");
-    // Many small segments: each cut is a segment boundary the native engine must handle.
-    let chunked = builder(EngineKind::Native)
-        .threads(2)
-        .chunk_size(2048)
-        .overlap(512)
-        .min_parallel_bytes(0)
-        .build_from_file(&path)
-        .expect("native engine supports the fixture");
-    Some((native, chunked))
+    let build = |scalar: bool, chunked: bool| {
+        let mut builder = builder(EngineKind::Native).scalar_kernels(scalar);
+        if chunked {
+            // Many small segments: each cut is a segment boundary the native engine must handle.
+            builder = builder.threads(2).chunk_size(2048).overlap(512).min_parallel_bytes(0);
+        }
+        let tokenizer = builder.build_from_file(&path).expect("native engine supports the fixture");
+        assert_eq!(tokenizer.engine_name(), "bpe", "{name}");
+        tokenizer
+    };
+    Some(Natives {
+        all: [
+            ("one segment", build(false, false)),
+            ("chunked", build(false, true)),
+            ("one segment, scalar kernels", build(true, false)),
+        ],
+    })
 }
 
 /// Compares the native encodings of `text` with HF's sequential one; panics with context.
-fn check(name: &str, label: &str, native: &Tokenizer, chunked: &Tokenizer, text: &str) {
-    check_with(name, label, native, chunked, text, &[true]);
+fn check(name: &str, label: &str, natives: &Natives, text: &str) {
+    check_with(name, label, natives, text, &[true]);
 }
 
-fn check_with(name: &str, label: &str, native: &Tokenizer, chunked: &Tokenizer, text: &str, specials: &[bool]) {
+fn check_with(name: &str, label: &str, natives: &Natives, text: &str, specials: &[bool]) {
     for &add_special in specials {
-        let expected = native.encode_sequential(text, add_special).expect("HF encodes");
-        for (kind, tokenizer) in [("one segment", native), ("chunked", chunked)] {
+        let expected = natives.whole().encode_sequential(text, add_special).expect("HF encodes");
+        for (kind, tokenizer) in &natives.all {
             let got = tokenizer.encode(text, add_special).expect("native encodes");
             if let Some(diff) = got.first_difference(&expected) {
                 let i = diff.index;
@@ -116,23 +136,23 @@ fn check_with(name: &str, label: &str, native: &Tokenizer, chunked: &Tokenizer, 
     }
 }
 
-fn for_each_fixture(mut f: impl FnMut(&str, &Tokenizer, &Tokenizer)) {
+fn for_each_fixture(mut f: impl FnMut(&str, &Natives)) {
     for name in BPE_FIXTURES {
-        if let Some((native, chunked)) = load(name) {
-            f(name, &native, &chunked);
+        if let Some(natives) = load(name) {
+            f(name, &natives);
         }
     }
 }
 
 #[test]
 fn traps_match_hf() {
-    for_each_fixture(|name, native, chunked| {
+    for_each_fixture(|name, natives| {
         for (i, text) in BPE_TRAPS.iter().chain(TRAPS).enumerate() {
-            check_with(name, &format!("trap {i}"), native, chunked, text, &[false, true]);
+            check_with(name, &format!("trap {i}"), natives, text, &[false, true]);
         }
         // All traps in one text: their interactions with neighbours.
         let all: String = BPE_TRAPS.iter().chain(TRAPS).copied().collect::<Vec<_>>().join("");
-        check(name, "all traps", native, chunked, &all);
+        check(name, "all traps", natives, &all);
     });
 }
 
@@ -142,18 +162,18 @@ fn corpora_match_hf() {
     let samples = corpus_samples(8, 64 * 1024);
     let bytes: usize = samples.iter().map(|s| s.text.len()).sum();
     eprintln!("{} samples, {bytes} bytes per tokenizer", samples.len());
-    for_each_fixture(|name, native, chunked| {
+    for_each_fixture(|name, natives| {
         for sample in &samples {
-            check(name, &sample.name, native, chunked, &sample.text);
+            check(name, &sample.name, natives, &sample.text);
         }
     });
 }
 
 #[test]
 fn generated_match_hf() {
-    for_each_fixture(|name, native, chunked| {
+    for_each_fixture(|name, natives| {
         for seed in 0..16 {
-            check(name, &format!("generated {seed}"), native, chunked, &generated_text(seed, 8 * 1024));
+            check(name, &format!("generated {seed}"), natives, &generated_text(seed, 8 * 1024));
         }
     });
 }
@@ -173,7 +193,7 @@ fn character_pairs_match_hf() {
             }
         }
     }
-    for_each_fixture(|name, native, chunked| check(name, "pairs", native, chunked, &text));
+    for_each_fixture(|name, natives| check(name, "pairs", natives, &text));
 }
 
 /// The inputs of `scripts/make_pathological.py`, shorter: long single pre-tokens (one letter,
@@ -197,23 +217,23 @@ fn pathological_inputs_match_hf() {
     inputs.push(("ab letters".into(), random("ab", 20_000)));
     inputs.push(("abc letters".into(), random("abc", 5_000)));
     inputs.push(("whitespace mix".into(), random(" \t", 5_000)));
-    for_each_fixture(|name, native, chunked| {
+    for_each_fixture(|name, natives| {
         for (label, text) in &inputs {
-            check(name, label, native, chunked, text);
+            check(name, label, natives, text);
         }
     });
 }
 
 #[test]
 fn engine_choice_is_reported() {
-    for_each_fixture(|name, _, _| {
-        let Some(path) = fixture(name) else { return };
+    for name in BPE_FIXTURES {
+        let Some(path) = fixture(name) else { continue };
         let auto = TokenizerBuilder::new().threads(1).build_from_file(&path).expect("builds");
         assert_eq!(auto.engine_name(), "bpe", "{name}");
         assert_eq!(auto.engine_reason(), None, "{name}");
         // Equivalent spellings (GPT-4o's inverted Split, Claude's NFKC) cut too.
         assert_eq!(auto.parallelism(), &lopt::Parallelism::Parallel, "{name}");
-    });
+    }
 }
 
 /// A longer sweep for release runs: `LOPT_SWEEP_BYTES` (default 4 MiB) of every corpus, whole
@@ -224,7 +244,7 @@ fn engine_choice_is_reported() {
 fn corpora_sweep_matches_hf() {
     let budget: usize = std::env::var("LOPT_SWEEP_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(4 << 20);
     let samples = corpus_samples(usize::MAX, 1 << 20);
-    for_each_fixture(|name, native, chunked| {
+    for_each_fixture(|name, natives| {
         let mut per_corpus = std::collections::HashMap::<String, usize>::new();
         for sample in &samples {
             let corpus = sample.name.split('#').next().unwrap_or_default().to_string();
@@ -233,7 +253,7 @@ fn corpora_sweep_matches_hf() {
                 continue;
             }
             *used += sample.text.len();
-            check(name, &sample.name, native, chunked, &sample.text);
+            check(name, &sample.name, natives, &sample.text);
         }
         eprintln!("{name}: {:?}", per_corpus);
     });

@@ -1,6 +1,7 @@
 //! The native WordPiece engine through the public API: `encode` with `EngineKind::Native` on the
 //! BERT fixtures against HF's sequential `encode` (all fields), over corpus samples, trap strings
-//! and forced tiny chunks, with and without special tokens.
+//! and forced tiny chunks, with and without special tokens, on the bulk kernels and on their
+//! scalar twins (`TokenizerBuilder::scalar_kernels`).
 //!
 //! The segment-level comparison with HF lives next to the engine (`lopt/src/engine/wordpiece`);
 //! this checks the wiring: engine choice, merge of word ids and offsets, post-processing. A
@@ -23,7 +24,8 @@ const WORDPIECE_TRAPS: &[&str] = &[
     "I ❤️ 🤗 tokenizers 👨‍👩‍👧 🇫🇷! ﬁnance ＡＢＣ１２３！？",
 ];
 
-fn build(name: &str, threads: usize, chunk: Option<usize>) -> Option<(Tokenizer, Tokenizer)> {
+/// The native tokenizer, its twin on scalar kernels, and the automatic choice.
+fn build(name: &str, threads: usize, chunk: Option<usize>) -> Option<(Tokenizer, Tokenizer, Tokenizer)> {
     let Some(path) = fixture(name) else {
         eprintln!("NOTICE: fixture tokenizer {name} not found; its native WordPiece tests are skipped");
         return None;
@@ -40,8 +42,9 @@ fn build(name: &str, threads: usize, chunk: Option<usize>) -> Option<(Tokenizer,
         }
     };
     assert_eq!(native.engine_name(), "wordpiece", "{name} should get the native WordPiece engine");
+    let scalar = builder.engine(EngineKind::Native).scalar_kernels(true).build_from_file(&path).unwrap();
     let auto = TokenizerBuilder::new().build_from_file(&path).unwrap();
-    Some((native, auto))
+    Some((native, scalar, auto))
 }
 
 fn texts() -> Vec<(String, String)> {
@@ -60,23 +63,25 @@ fn native_wordpiece_equals_sequential_hf() {
     let texts = texts();
     for name in BERTS {
         for (threads, chunk) in [(1, None), (2, Some(4096)), (3, Some(61))] {
-            let Some((native, auto)) = build(name, threads, chunk) else { return };
+            let Some((native, scalar, auto)) = build(name, threads, chunk) else { return };
             if threads == 1 {
                 assert_eq!(auto.engine_name(), "wordpiece", "{name}: Auto should pick the native engine");
             }
             for (what, text) in &texts {
                 for add_special in [true, false] {
                     let want = native.encode_sequential(text, add_special).unwrap();
-                    let got = native.encode(text, add_special).unwrap();
-                    if let Some(d) = got.first_difference(&want) {
-                        let at = want.offsets().get(d.index).map_or(0, |o| o.0);
-                        panic!(
-                            "{name} {what} threads={threads} chunk={chunk:?} special={add_special}: {d}; \
-                             got {:?} want {:?} near {:?}",
-                            got.ids().get(d.index),
-                            want.ids().get(d.index),
-                            truncate(&text[at.min(text.len())..], 40)
-                        );
+                    for (kernels, tokenizer) in [("bulk", &native), ("scalar", &scalar)] {
+                        let got = tokenizer.encode(text, add_special).unwrap();
+                        if let Some(d) = got.first_difference(&want) {
+                            let at = want.offsets().get(d.index).map_or(0, |o| o.0);
+                            panic!(
+                                "{name} {what} threads={threads} chunk={chunk:?} special={add_special} \
+                                 {kernels} kernels: {d}; got {:?} want {:?} near {:?}",
+                                got.ids().get(d.index),
+                                want.ids().get(d.index),
+                                truncate(&text[at.min(text.len())..], 40)
+                            );
+                        }
                     }
                 }
             }

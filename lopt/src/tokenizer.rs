@@ -12,6 +12,7 @@ use rayon::prelude::*;
 use crate::boundary::CutRule;
 use crate::doc::Doc;
 use crate::encoding::{Encoding, Vocab};
+use crate::engine::bpe::bits::Kernel;
 use crate::engine::bpe::BpeEngine;
 use crate::engine::guard::Guarded;
 use crate::engine::hf::HfEngine;
@@ -78,6 +79,7 @@ pub struct TokenizerBuilder {
     prefix_cache: usize,
     seed_cache: SeedCache,
     linger: std::time::Duration,
+    scalar_kernels: bool,
 }
 
 impl Default for TokenizerBuilder {
@@ -100,6 +102,7 @@ impl TokenizerBuilder {
             prefix_cache: 0,
             seed_cache: SeedCache::Background,
             linger: DEFAULT_LINGER,
+            scalar_kernels: false,
         }
     }
 
@@ -168,6 +171,15 @@ impl TokenizerBuilder {
         self
     }
 
+    /// Runs the native engines' scanners on their scalar twins, one byte at a time, instead of
+    /// the bulk kernels that classify many bytes at once (default `false`). Slower, and the
+    /// tokens are the same: the differential tests encode with both, so that every bulk kernel
+    /// is checked against HF beside its twin in one build.
+    pub fn scalar_kernels(mut self, scalar: bool) -> Self {
+        self.scalar_kernels = scalar;
+        self
+    }
+
     /// Loads `tokenizer.json` from a file.
     ///
     /// # Errors
@@ -216,10 +228,11 @@ impl TokenizerBuilder {
         // other builds (the rewrites of `canonicalize` leave the vocabulary and the added tokens
         // alone), and the table alone was a twentieth of a 128K vocabulary's load.
         let (kind, seeding, doc_ref) = (self.engine, self.seed_cache, &doc);
+        let kernel = Kernel::of(self.scalar_kernels);
         let (strings, native) = pool.install(|| {
             rayon::join(
                 || parts::vocab_strings(doc_ref),
-                || (kind != EngineKind::Hf).then(|| native_engine(doc_ref, seeding, &pool)),
+                || (kind != EngineKind::Hf).then(|| native_engine(doc_ref, seeding, kernel, &pool)),
             )
         });
         // HF's tokenizer is built now only when something at load needs it (its engine, or a
@@ -1262,14 +1275,15 @@ impl Planned {
 }
 
 /// The native engine for a tokenizer: byte-level BPE, else SentencePiece-style BPE, else WordPiece;
-/// otherwise why none.
+/// otherwise why none. Its scanners use `kernel`.
 fn native_engine(
     json: &Doc<'_>,
     seed: SeedCache,
+    kernel: Kernel,
     pool: &Arc<rayon::ThreadPool>,
 ) -> std::result::Result<Box<dyn Engine>, String> {
     let bpe = match BpeEngine::with_pool(json, seed, Some(pool)) {
-        Ok(engine) => return Ok(Box::new(engine)),
+        Ok(engine) => return Ok(Box::new(engine.with_kernel(kernel))),
         Err(reason) => reason,
     };
     let spm = match SpmEngine::new(json, seed) {
@@ -1277,7 +1291,7 @@ fn native_engine(
         Err(reason) => reason,
     };
     match WordPieceEngine::new(json) {
-        Ok(engine) => Ok(Box::new(engine)),
+        Ok(engine) => Ok(Box::new(engine.with_kernel(kernel))),
         Err(wordpiece) => Err(format!("bpe: {bpe}; spm: {spm}; wordpiece: {wordpiece}")),
     }
 }

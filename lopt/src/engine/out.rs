@@ -12,7 +12,7 @@
 //! already know their mode at compile time.
 //!
 //! Rows that no one reads back soon may be written with streaming stores ([`Out::row_final`],
-//! x86-64's `movnti`; plain stores elsewhere and under the feature `scalar-pretok`): a fresh
+//! x86-64's `movnti`; plain stores elsewhere): a fresh
 //! English encode writes about 24 bytes a token (ids 4, offsets 16, word ids 4), each 1 MB
 //! document sweeping the 2 MiB L2 several times, and through the cache those lines pushed out
 //! the merge and word-cache tables and the text not yet scanned (callgrind: 454 K of 498 K
@@ -322,12 +322,13 @@ impl<const FULL: bool, const STREAM: bool> Drop for Out<FULL, STREAM> {
 }
 
 /// Stores that bypass the caches ([`Out::row_final`]): x86-64's `movnti` (SSE2, which every
-/// x86-64 has), else plain stores, which are also the twin that the feature `scalar-pretok`
-/// selects so that the test suite runs both. A streamed store is weakly ordered: [`fence`] must
-/// run after the last one and before the memory is read, handed to another thread or freed.
+/// x86-64 has), else plain stores. On x86-64 the differential suite meets both kinds of rows: a
+/// short segment's take plain stores (`Out<_, false>`, [`Out::row`]), a long one's stream. A
+/// streamed store is weakly ordered: [`fence`] must run after the last one and before the memory
+/// is read, handed to another thread or freed.
 mod stream {
-    /// Whether stores stream (x86-64 without the feature `scalar-pretok`).
-    const STREAM: bool = cfg!(all(target_arch = "x86_64", not(feature = "scalar-pretok")));
+    /// Whether stores stream (x86-64).
+    const STREAM: bool = cfg!(target_arch = "x86_64");
 
     /// Stores `value` at `at`.
     ///

@@ -4,8 +4,8 @@
 //!
 //! Each mask has three implementations that must agree on every block: SSE2 on x86-64 (part of
 //! its baseline, so no run-time detection is needed), SWAR on `u64` lanes elsewhere, and the
-//! scalar twin, one byte at a time. [`Kernel`] picks one; the cargo feature `scalar-pretok` makes
-//! the engine use the scalar twin everywhere, so the differential suite can run on both paths.
+//! scalar twin, one byte at a time. [`Kernel`] picks one; `TokenizerBuilder::scalar_kernels` makes
+//! an engine use the scalar twin everywhere, so the differential suite runs both paths in one build.
 //! The unit tests compare the three on random and adversarial blocks.
 //!
 //! Only ASCII bytes are ever set, except in [`AsciiClasses::high`], the mask of the bytes that are
@@ -25,8 +25,14 @@ pub(crate) enum Kernel {
 }
 
 impl Kernel {
-    /// The engine's kernel: [`Kernel::Scalar`] with the feature `scalar-pretok`, else the bulk one.
-    pub(crate) const DEFAULT: Kernel = if cfg!(feature = "scalar-pretok") { Kernel::Scalar } else { Kernel::Bulk };
+    /// The bulk kernel unless `scalar` (`TokenizerBuilder::scalar_kernels`).
+    pub(crate) fn of(scalar: bool) -> Kernel {
+        if scalar {
+            Kernel::Scalar
+        } else {
+            Kernel::Bulk
+        }
+    }
 
     /// The masks of the ASCII upper-case (`[A-Z]`) and lower-case (`[a-z]`) letters of `block`.
     /// Their union is `\p{L}` restricted to ASCII; `[A-Z]` is `\p{Lu}` there and `[a-z]` `\p{Ll}`.

@@ -47,6 +47,7 @@ use crate::doc::Doc;
 use crate::error::Result;
 use crate::options::SeedCache as Seeding;
 use added::AddedVocab;
+use bits::Kernel;
 use cache::{Hit, SeedCache, WordCache};
 use model::{BpeModel, Scratch};
 use pretok::{PreTokenizer, Stage};
@@ -173,6 +174,12 @@ impl BpeEngine {
             own: (0..pool.map_or(0, |p| p.current_num_threads())).map(|_| Mutex::default()).collect(),
             pool: pool.map(Arc::clone),
         })
+    }
+
+    /// The same engine, its pre-tokenizer scanning with `kernel` (`TokenizerBuilder::scalar_kernels`).
+    pub(crate) fn with_kernel(mut self, kernel: Kernel) -> Self {
+        self.pre_tokenizer = self.pre_tokenizer.with_kernel(kernel);
+        self
     }
 
     /// Empties the pre-token caches (benchmarks of fresh documents).
@@ -667,13 +674,13 @@ impl BpeEngine {
         let piece = &segment[start..end];
         let Some(cuts) = &self.cuts else {
             if start < end {
-                report(start, end, !unicode::is_unchanged(form, piece));
+                report(start, end, !unicode::is_unchanged(form, self.pre_tokenizer.kernel(), piece));
             }
             return;
         };
         // Positions are relative to `piece`. `done`: reported up to here, a safe cut.
         let mut done = 0;
-        while let Some((from, to)) = unicode::first_change(form, &piece[done..]) {
+        while let Some((from, to)) = unicode::first_change(form, self.pre_tokenizer.kernel(), &piece[done..]) {
             let (mut left, mut right) = (done + from, done + to);
             // A window may open with a stable character (which could compose with what follows
             // it); the first cut candidate is after it, where the change may begin.

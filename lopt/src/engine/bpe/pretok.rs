@@ -107,7 +107,7 @@ pub(crate) struct PreTokenizer {
 impl PreTokenizer {
     pub(crate) fn new(stages: Vec<Stage>) -> Self {
         let fused_deepseek = matches!(stages.as_slice(), [Stage::Digits, Stage::CjkRun, Stage::DeepSeek]);
-        PreTokenizer { stages, kernel: Kernel::DEFAULT, block_min: BLOCK, fused_deepseek }
+        PreTokenizer { stages, kernel: Kernel::Bulk, block_min: BLOCK, fused_deepseek }
     }
 
     /// The same stages, run one after the other even where a fused scanner exists.
@@ -117,11 +117,15 @@ impl PreTokenizer {
         self
     }
 
-    /// The same stages, scanned with `kernel` (tests compare both kernels in one build).
-    #[cfg(test)]
+    /// The same stages, scanned with `kernel` (the tests compare both kernels in one build).
     pub(crate) fn with_kernel(mut self, kernel: Kernel) -> Self {
         self.kernel = kernel;
         self
+    }
+
+    /// The kernel the scanners use.
+    pub(crate) fn kernel(&self) -> Kernel {
+        self.kernel
     }
 
     /// The same stages, with the block path on texts of `block_min` bytes or more.
@@ -443,8 +447,8 @@ fn scan_sparse<S: Sink>(
 /// the last start found is where the next step begins. Where the window holds no start after the
 /// first (a hard byte right away, a run longer than the window), `match_at` takes one step. The
 /// block path runs where `blocks` says (see [`PreTokenizer::blocks`]), so on [`Kernel::Bulk`]
-/// only: the scalar kernel is the per-character scanner alone, and the suite under
-/// `scalar-pretok` checks that path while the default run checks this one, each against HF.
+/// only: the scalar kernel is the per-character scanner alone, and the differential suite checks
+/// both against HF (`TokenizerBuilder::scalar_kernels`).
 #[inline(always)]
 fn scan_blocks<S: Sink>(
     s: &[u8],

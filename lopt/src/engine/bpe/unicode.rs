@@ -353,8 +353,8 @@ pub(crate) fn simple_map(form: Form, c: char) -> Option<char> {
 }
 
 /// Whether `form` leaves `s` unchanged.
-pub(crate) fn is_unchanged(form: Form, s: &str) -> bool {
-    first_change(form, s).is_none()
+pub(crate) fn is_unchanged(form: Form, kernel: Kernel, s: &str) -> bool {
+    first_change(form, kernel, s).is_none()
 }
 
 /// The first window of `s` that `form` changes, as a byte range: everything before it is left
@@ -366,8 +366,9 @@ pub(crate) fn is_unchanged(form: Form, s: &str) -> bool {
 /// a normalization boundary (it is never reordered, and never composes with what precedes it: a
 /// character that can is quick check Maybe), so the normal form of a text is that of its pieces
 /// cut before such characters, concatenated. A window runs from the last such character before a
-/// run of other characters (which may compose or reorder with them) to the next one.
-pub(crate) fn first_change(form: Form, s: &str) -> Option<(usize, usize)> {
+/// run of other characters (which may compose or reorder with them) to the next one. `kernel`
+/// scans runs of CJK lead bytes.
+pub(crate) fn first_change(form: Form, kernel: Kernel, s: &str) -> Option<(usize, usize)> {
     let bytes = s.as_bytes();
     let safe = safe_bmp(form);
     let cjk = safe_cjk(form);
@@ -393,7 +394,7 @@ pub(crate) fn first_change(form: Form, s: &str) -> Option<(usize, usize)> {
         loop {
             let b = bytes.get(j).copied().unwrap_or(0);
             if cjk && b.wrapping_sub(CJK_SAFE_FIRST) <= CJK_SAFE_LAST - CJK_SAFE_FIRST {
-                j = super::bits::lead3_run_end(Kernel::DEFAULT, bytes, j, CJK_SAFE_FIRST, CJK_SAFE_LAST);
+                j = super::bits::lead3_run_end(kernel, bytes, j, CJK_SAFE_FIRST, CJK_SAFE_LAST);
             } else if b & 0xf0 == 0xe0
                 && safe.get(usize::from(b & 0x0f) << 6 | usize::from(bytes[j + 1] & 0x3f)) == Some(&u64::MAX)
             {
@@ -510,8 +511,9 @@ mod tests {
                 let len = 1 + (state % max) as usize;
                 let text: String =
                     (0..len).map(|k| pool[((state >> (k * 5 % 60)) % pool.len() as u64) as usize]).collect();
-                assert_eq!(is_unchanged(form, &text), is_unchanged_slow(form, &text), "{form:?} {text:?}");
-                if let Some((start, end)) = first_change(form, &text) {
+                let kernel = if round % 2 == 0 { Kernel::Bulk } else { Kernel::Scalar };
+                assert_eq!(is_unchanged(form, kernel, &text), is_unchanged_slow(form, &text), "{form:?} {text:?}");
+                if let Some((start, end)) = first_change(form, kernel, &text) {
                     // Normalizing the prefix before the window changes nothing, and the window
                     // itself changes.
                     assert!(is_unchanged_slow(form, &text[..start]), "{form:?} {text:?}");
@@ -574,7 +576,13 @@ mod tests {
                     text.extend((0..state % 21).map(|k| char::from(b'a' + ((state >> k) % 26) as u8)));
                     text.push(pool[((state >> 40) % pool.len() as u64) as usize]);
                 }
-                assert_eq!(first_change(form, &text), first_change_bytewise(form, &text), "{form:?} {text:?}");
+                for kernel in [Kernel::Bulk, Kernel::Scalar] {
+                    assert_eq!(
+                        first_change(form, kernel, &text),
+                        first_change_bytewise(form, &text),
+                        "{form:?} {text:?}"
+                    );
+                }
             }
         }
     }
@@ -610,14 +618,14 @@ mod tests {
 
     #[test]
     fn detection() {
-        assert!(is_unchanged(Form::Nfc, "hello 世界 ❤️ 🙂"));
-        assert!(!is_unchanged(Form::Nfc, "e\u{301}"));
-        assert!(is_unchanged(Form::Nfc, "\u{e9}"));
-        assert!(is_unchanged(Form::Nfc, "x\u{301}"));
-        assert!(is_unchanged(Form::Nfc, "\u{fb01} ＡＢ"));
-        assert!(!is_unchanged(Form::Nfkc, "\u{fb01}"));
-        assert_eq!(first_change(Form::Nfkc, "abc ＡＢ x"), Some((3, 10)));
-        assert!(!is_unchanged(Form::Nfd, "\u{e9}"));
-        assert!(is_unchanged(Form::Nfkd, "plain ascii"));
+        assert!(is_unchanged(Form::Nfc, Kernel::Bulk, "hello 世界 ❤️ 🙂"));
+        assert!(!is_unchanged(Form::Nfc, Kernel::Bulk, "e\u{301}"));
+        assert!(is_unchanged(Form::Nfc, Kernel::Bulk, "\u{e9}"));
+        assert!(is_unchanged(Form::Nfc, Kernel::Bulk, "x\u{301}"));
+        assert!(is_unchanged(Form::Nfc, Kernel::Bulk, "\u{fb01} ＡＢ"));
+        assert!(!is_unchanged(Form::Nfkc, Kernel::Bulk, "\u{fb01}"));
+        assert_eq!(first_change(Form::Nfkc, Kernel::Bulk, "abc ＡＢ x"), Some((3, 10)));
+        assert!(!is_unchanged(Form::Nfd, Kernel::Bulk, "\u{e9}"));
+        assert!(is_unchanged(Form::Nfkd, Kernel::Bulk, "plain ascii"));
     }
 }

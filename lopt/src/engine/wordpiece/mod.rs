@@ -38,6 +38,7 @@ use serde_json::Value;
 use super::out::Out;
 use super::{Engine, Segment};
 use crate::doc::Doc;
+use crate::engine::bpe::bits::Kernel;
 use crate::error::{Error, Result};
 use added::{Added, Split};
 use model::WordPiece;
@@ -109,6 +110,12 @@ impl WordPieceEngine {
         let differ = added.iter().chain(&normalized_added).any(Added::values_differ);
         let strings = differ.then(|| vocab.strings());
         Ok(WordPieceEngine { bert, model, added, normalized_added, strings })
+    }
+
+    /// The same engine, its word runs scanned with `kernel` (`TokenizerBuilder::scalar_kernels`).
+    pub(crate) fn with_kernel(mut self, kernel: Kernel) -> Self {
+        self.bert = self.bert.with_kernel(kernel);
+        self
     }
 }
 

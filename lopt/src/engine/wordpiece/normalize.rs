@@ -123,6 +123,9 @@ pub(super) struct Bert {
     /// Whether `ascii_word` holds exactly the ASCII letters and digits (every BERT tokenizer),
     /// so that [`Bert::word_run_end`] may test 8 bytes at once; else it uses the table.
     alnum_words: bool,
+    /// Whether [`Bert::word_run_end`] takes the 8-byte path where `alnum_words` allows it (the
+    /// bulk kernel), or always the table (the scalar twin, [`Bert::with_kernel`]).
+    bulk: bool,
 }
 
 impl std::fmt::Debug for Bert {
@@ -167,7 +170,14 @@ fn unpack(v: u32) -> Option<Kind> {
 impl Bert {
     pub(super) fn new(options: BertOptions) -> Bert {
         let cache = (0..0x10000).map(|_| AtomicU32::new(0)).collect();
-        let mut bert = Bert { options, cache, ascii: [Kind::Other; 128], ascii_word: [false; 256], alnum_words: false };
+        let mut bert = Bert {
+            options,
+            cache,
+            ascii: [Kind::Other; 128],
+            ascii_word: [false; 256],
+            alnum_words: false,
+            bulk: true,
+        };
         for b in 0..128u8 {
             let kind = bert.compute_kind(char::from(b));
             bert.ascii[usize::from(b)] = kind;
@@ -184,14 +194,20 @@ impl Bert {
         bert
     }
 
+    /// The same normalizer, its word runs scanned with `kernel` (`TokenizerBuilder::scalar_kernels`).
+    pub(super) fn with_kernel(mut self, kernel: Kernel) -> Bert {
+        self.bulk = kernel == Kernel::Bulk;
+        self
+    }
+
     /// The end of the run of ASCII word bytes ([`Bert::ascii_is_word`]) that starts at `i`.
     ///
     /// Eight bytes at a time ([`bits::alphanumeric_end`]) where the word bytes are the letters and
-    /// digits, one table lookup per byte otherwise and under the feature `scalar-pretok` (the
-    /// scalar twin the differential tests also run).
+    /// digits, one table lookup per byte otherwise and on the scalar kernel (the twin the
+    /// differential tests also run).
     #[inline]
     pub(super) fn word_run_end(&self, bytes: &[u8], mut i: usize) -> usize {
-        if self.alnum_words && Kernel::DEFAULT == Kernel::Bulk {
+        if self.alnum_words && self.bulk {
             return bits::alphanumeric_end(bytes, i);
         }
         while i < bytes.len() && self.ascii_is_word(bytes[i]) {
