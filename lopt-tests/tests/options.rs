@@ -91,29 +91,31 @@ fn encode_with_equals_hf_with_the_same_settings() {
         // One thread too: the template's opening tokens are written in front of the text's ids
         // up front there as well (`engine::out::Columns::headed`).
         let tokenizers = thread_settings(&path);
-        for tokenizer in &tokenizers {
-            for options in option_sets("<pad>", 0) {
-                let hf = reference(tokenizer, &options);
-                let add = options.add_special_tokens_enabled();
-                for text in &texts {
-                    let want = lopt::Encoding::from(hf.encode(text.as_str(), add).unwrap());
+        for options in option_sets("<pad>", 0) {
+            // HF's answers, once for every thread setting.
+            let hf = reference(&tokenizers[0], &options);
+            let add = options.add_special_tokens_enabled();
+            let singles: Vec<lopt::Encoding> =
+                texts.iter().map(|text| lopt::Encoding::from(hf.encode(text.as_str(), add).unwrap())).collect();
+            let batch: Vec<lopt::Encoding> = hf
+                .encode_batch(texts.iter().map(String::as_str).collect(), add)
+                .unwrap()
+                .into_iter()
+                .map(lopt::Encoding::from)
+                .collect();
+            for tokenizer in &tokenizers {
+                for (text, want) in texts.iter().zip(&singles) {
                     let got = tokenizer.encode_with(text, &options).unwrap();
                     assert!(
-                        got == want,
+                        &got == want,
                         "{name} {options:?} on {:?}: {:?}",
                         lopt_tests::truncate(text, 80),
-                        got.first_difference(&want)
+                        got.first_difference(want)
                     );
                 }
-                let want: Vec<lopt::Encoding> = hf
-                    .encode_batch(texts.iter().map(String::as_str).collect(), add)
-                    .unwrap()
-                    .into_iter()
-                    .map(lopt::Encoding::from)
-                    .collect();
                 let got = tokenizer.encode_batch_with(&texts, &options).unwrap();
-                assert_eq!(got.len(), want.len());
-                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                assert_eq!(got.len(), batch.len());
+                for (i, (g, w)) in got.iter().zip(&batch).enumerate() {
                     assert!(g == w, "{name} {options:?} batch text {i}: {:?}", g.first_difference(w));
                 }
             }
@@ -137,23 +139,25 @@ fn encode_ids_equals_hf_ids() {
             .filter(|o| o.truncation_params().is_none_or(|t| t.max_length == 100 && o.padding_params().is_none()))
             .collect();
         sets.push(tokenizers[0].options().clone());
-        for tokenizer in &tokenizers {
-            for options in &sets {
-                let hf = reference(tokenizer, options);
-                let add = options.add_special_tokens_enabled();
-                for text in &texts {
-                    let want = hf.encode(text.as_str(), add).unwrap().get_ids().to_vec();
+        for options in &sets {
+            // HF's answers, once for every thread setting.
+            let hf = reference(&tokenizers[0], options);
+            let add = options.add_special_tokens_enabled();
+            let singles: Vec<Vec<u32>> =
+                texts.iter().map(|text| hf.encode(text.as_str(), add).unwrap().get_ids().to_vec()).collect();
+            let batch: Vec<Vec<u32>> = hf
+                .encode_batch(texts.iter().map(String::as_str).collect(), add)
+                .unwrap()
+                .iter()
+                .map(|e| e.get_ids().to_vec())
+                .collect();
+            for tokenizer in &tokenizers {
+                for (text, want) in texts.iter().zip(&singles) {
                     let got = tokenizer.encode_ids(text, options).unwrap();
-                    assert!(got == want, "{name} {options:?} on {:?}", lopt_tests::truncate(text, 80));
+                    assert!(&got == want, "{name} {options:?} on {:?}", lopt_tests::truncate(text, 80));
                 }
-                let want: Vec<Vec<u32>> = hf
-                    .encode_batch(texts.iter().map(String::as_str).collect(), add)
-                    .unwrap()
-                    .iter()
-                    .map(|e| e.get_ids().to_vec())
-                    .collect();
                 let got = tokenizer.encode_batch_ids(&texts, options).unwrap();
-                assert!(got == want, "{name} {options:?} batch");
+                assert!(got == batch, "{name} {options:?} batch");
             }
         }
     }
