@@ -384,7 +384,11 @@ struct Words<'r, 'a, 't, const FULL: bool, const STREAM: bool, const ALIGNED: bo
 impl<const FULL: bool, const STREAM: bool, const ALIGNED: bool> pretok::Sink
     for Words<'_, '_, '_, FULL, STREAM, ALIGNED>
 {
-    #[inline(always)]
+    // Inlined into every call site of the scanners in optimized builds; in test builds (opt-level
+    // 1, debug assertions) that made each of `split_from`'s instantiations take seconds of LLVM
+    // (`docs/benchmarks.md`, "CI time"), so there it is a call.
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     fn piece(&mut self, start: usize, end: usize) {
         let text = if ALIGNED { self.text } else { Text { str: self.text.str, aligned: None } };
         self.run.word(text, self.base + start, self.base + end);
@@ -468,7 +472,8 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
     }
 
     /// One pre-token, `text[start..end]`.
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     fn word(&mut self, text: Text<'_>, start: usize, end: usize) {
         let all = text.str.as_bytes();
         let len = end - start;

@@ -221,7 +221,8 @@ impl PreTokenizer {
     /// [`scan_blocks_in`] requires). Why shared: on code and numbers the segments between digits
     /// are short, and each one classified its own one or two blocks (a padded copy among them),
     /// or, under 64 bytes, ran the per-character scanner alone.
-    #[inline(always)]
+    #[cfg_attr(not(debug_assertions), inline(always))]
+    #[cfg_attr(debug_assertions, inline)]
     fn deepseek_third<S: Sink>(
         &self,
         c: Classes,
@@ -274,6 +275,10 @@ impl PreTokenizer {
 }
 
 /// Receives pre-tokens.
+///
+/// The scanners generic over their sink are `inline(always)` in optimized builds only: in test
+/// builds (opt-level 1, debug assertions) each sink's eight instantiations of the whole scan took
+/// seconds of LLVM apiece (`docs/benchmarks.md`, "CI time").
 pub(crate) trait Sink {
     /// The pre-token `start..end`.
     fn piece(&mut self, start: usize, end: usize);
@@ -304,7 +309,8 @@ impl<S: Sink> Sink for NextStage<'_, '_, S> {
 }
 
 /// The pieces of one stage over `text`, reported shifted by `base`.
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 fn stage_pieces<S: Sink>(
     stage: &Stage,
     c: Classes,
@@ -394,7 +400,8 @@ fn stage_pieces<S: Sink>(
 }
 
 /// The pieces of DeepSeek-V3's third stage over `text`, reported shifted by `base`.
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 fn deepseek_pieces<S: Sink>(c: Classes, kernel: Kernel, blocks: bool, text: &str, base: usize, sink: &mut S) {
     let bytes = text.as_bytes();
     let mut l = Letters::new(bytes, kernel);
@@ -403,7 +410,8 @@ fn deepseek_pieces<S: Sink>(c: Classes, kernel: Kernel, blocks: bool, text: &str
 
 /// The `Isolated` find-iterate loop: matches and the gaps between them become pieces
 /// ([`scan_sparse`] trying every character).
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, match_at: impl FnMut(&[u8], usize) -> Option<usize>) {
     scan_sparse(s, base, sink, |_, i| i, match_at);
 }
@@ -412,7 +420,8 @@ fn scan<S: Sink>(s: &[u8], base: usize, sink: &mut S, match_at: impl FnMut(&[u8]
 /// `skip(s, i)` is the first position from `i` on (a character boundary, or the end) where one
 /// may start. The positions skipped would each have been tried and failed, so the pieces are the
 /// same.
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 fn scan_sparse<S: Sink>(
     s: &[u8],
     base: usize,
@@ -449,7 +458,8 @@ fn scan_sparse<S: Sink>(
 /// block path runs where `blocks` says (see [`PreTokenizer::blocks`]), so on [`Kernel::Bulk`]
 /// only: the scalar kernel is the per-character scanner alone, and the differential suite checks
 /// both against HF (`TokenizerBuilder::scalar_kernels`).
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 fn scan_blocks<S: Sink>(
     s: &[u8],
     base: usize,
@@ -468,7 +478,8 @@ fn scan_blocks<S: Sink>(
 /// inside `s`, as the end of `s` does for `s`'s own windows, whose bytes past the end read as
 /// zero); the pieces are then those of `s` alone. Checked in debug builds where `blocks` (a digit counts as hard
 /// there: the one caller with a shared window, DeepSeek-V3's third stage, has no digit class).
-#[inline(always)]
+#[cfg_attr(not(debug_assertions), inline(always))]
+#[cfg_attr(debug_assertions, inline)]
 fn scan_blocks_in<S: Sink>(
     s: &[u8],
     base: usize,
