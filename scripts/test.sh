@@ -46,7 +46,7 @@ python_tests() {
     "$VENV/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps \
         target/py-wheels/lopt-*.whl
     step "pytest lopt-py/tests"
-    "$VENV/bin/pytest" -q lopt-py/tests
+    "$VENV/bin/pytest" -q -n auto lopt-py/tests
     transformers4_tests
 }
 
@@ -69,8 +69,8 @@ fi
 mkdir -p target
 python_venvs >"$VENVS_LOG" 2>&1 &
 VENVS_PID=$!
-# A failing step leaves no pip behind.
-trap '[ -z "${VENVS_PID:-}" ] || kill "$VENVS_PID" 2>/dev/null || true' EXIT
+# A failing step stops the installs (pip is a child of the background shell).
+trap '[ -z "${VENVS_PID:-}" ] || { pkill -P "$VENVS_PID"; kill "$VENVS_PID"; } 2>/dev/null || true' EXIT
 
 step "fixtures"
 scripts/fetch-fixtures.sh
