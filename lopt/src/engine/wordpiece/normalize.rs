@@ -120,12 +120,10 @@ pub(super) struct Bert {
     /// Per byte: an ASCII word character that maps to one byte; `false` for every byte >= 0x80,
     /// so that scanning a run needs one lookup per byte.
     ascii_word: [bool; 256],
-    /// Whether `ascii_word` holds exactly the ASCII letters and digits (every BERT tokenizer),
-    /// so that [`Bert::word_run_end`] may test 8 bytes at once; else it uses the table.
+    /// Whether [`Bert::word_run_end`] tests 8 bytes at once: `ascii_word` holds exactly the ASCII
+    /// letters and digits (every BERT tokenizer) and the kernel is the bulk one (not the scalar
+    /// twin, [`Bert::with_kernel`]); else it uses the table.
     alnum_words: bool,
-    /// Whether [`Bert::word_run_end`] takes the 8-byte path where `alnum_words` allows it (the
-    /// bulk kernel), or always the table (the scalar twin, [`Bert::with_kernel`]).
-    bulk: bool,
 }
 
 impl std::fmt::Debug for Bert {
@@ -170,14 +168,7 @@ fn unpack(v: u32) -> Option<Kind> {
 impl Bert {
     pub(super) fn new(options: BertOptions) -> Bert {
         let cache = (0..0x10000).map(|_| AtomicU32::new(0)).collect();
-        let mut bert = Bert {
-            options,
-            cache,
-            ascii: [Kind::Other; 128],
-            ascii_word: [false; 256],
-            alnum_words: false,
-            bulk: true,
-        };
+        let mut bert = Bert { options, cache, ascii: [Kind::Other; 128], ascii_word: [false; 256], alnum_words: false };
         for b in 0..128u8 {
             let kind = bert.compute_kind(char::from(b));
             bert.ascii[usize::from(b)] = kind;
@@ -196,7 +187,7 @@ impl Bert {
 
     /// The same normalizer, its word runs scanned with `kernel` (`TokenizerBuilder::scalar_kernels`).
     pub(super) fn with_kernel(mut self, kernel: Kernel) -> Bert {
-        self.bulk = kernel == Kernel::Bulk;
+        self.alnum_words &= kernel == Kernel::Bulk;
         self
     }
 
@@ -207,7 +198,7 @@ impl Bert {
     /// differential tests also run).
     #[inline]
     pub(super) fn word_run_end(&self, bytes: &[u8], mut i: usize) -> usize {
-        if self.alnum_words && self.bulk {
+        if self.alnum_words {
             return bits::alphanumeric_end(bytes, i);
         }
         while i < bytes.len() && self.ascii_is_word(bytes[i]) {
