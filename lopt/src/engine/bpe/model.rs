@@ -483,16 +483,25 @@ impl BpeModel {
             }
         }
         let Scratch { symbols, merge, .. } = scratch;
-        symbols.clear();
         self.initial_symbols(piece, symbols);
+        self.merge_symbols(symbols, merge, |id, _| out.push(id));
+    }
+
+    /// BPE's merges over a piece's initial `symbols`: each token of the result, in order, goes
+    /// to `emit` with the index of the last initial symbol it covers.
+    #[inline(always)]
+    fn merge_symbols(&self, symbols: &mut [u32], merge: &mut merge_core::Scratch, mut emit: impl FnMut(u32, usize)) {
         // Most pieces of Chinese runs are one or two characters: at most one merge, no loop.
-        match symbols[..] {
-            [id] => out.push(id),
+        match *symbols {
+            [id] => emit(id, 0),
             [a, b] => match self.merges.get(a, b) {
-                (NO_RANK, _) => out.extend([a, b]),
-                (_, merged) => out.push(merged),
+                (NO_RANK, _) => {
+                    emit(a, 0);
+                    emit(b, 1);
+                }
+                (_, merged) => emit(merged, 1),
             },
-            _ => merge_core::merge_in_place(&self.merges, symbols, merge, |id, _| out.push(id)),
+            _ => merge_core::merge_in_place(&self.merges, symbols, merge, emit),
         }
     }
 
@@ -513,30 +522,20 @@ impl BpeModel {
     ) {
         tokens.clear();
         let n = word.len();
-        // The path of `encode_word` for such a word is `encode_piece`'s merge below, with the
-        // same symbols and the same merge.
+        // Such a word takes `encode_word`'s path to `encode_piece`, whose two steps are below.
         let plain =
             (2..LONG_MIN).contains(&n) && word[0] < 0x80 && word[n - 1] < 0x80 && !(entry && self.ignore_merges);
         if plain {
             let Scratch { symbols, merge, .. } = scratch;
-            symbols.clear();
             self.initial_symbols(word, symbols);
             // A premerged character is fewer symbols than bytes, so as many symbols as bytes
             // means one per byte: a token that ends with symbol `last` ends at byte `last + 1`.
             if symbols.len() == n {
-                match symbols[..] {
-                    [a, b] => match self.merges.get(a, b) {
-                        (NO_RANK, _) => tokens.extend([(a, 1), (b, 2)]),
-                        (_, merged) => tokens.push((merged, 2)),
-                    },
-                    _ => merge_core::merge_in_place(&self.merges, symbols, merge, |id, last| {
-                        tokens.push((id, last as u32 + 1));
-                    }),
-                }
+                self.merge_symbols(symbols, merge, |id, last| tokens.push((id, last as u32 + 1)));
                 return;
             }
             ids.clear();
-            merge_core::merge_in_place(&self.merges, symbols, merge, |id, _| ids.push(id));
+            self.merge_symbols(symbols, merge, |id, _| ids.push(id));
         } else {
             ids.clear();
             self.encode_word_any(word, entry, scratch, ids);
@@ -558,10 +557,12 @@ impl BpeModel {
         }
     }
 
-    /// The symbols BPE starts from: one per byte, except that a character whose isolated merges
-    /// provably happen first in any context starts as their result (see [`Premerge`]).
+    /// The symbols BPE starts from, into `symbols` (cleared first): one per byte, except that a
+    /// character whose isolated merges provably happen first in any context starts as their
+    /// result (see [`Premerge`]).
     #[inline]
     fn initial_symbols(&self, word: &[u8], symbols: &mut Vec<u32>) {
+        symbols.clear();
         let n = word.len();
         let mut i = 0;
         while i < n {
