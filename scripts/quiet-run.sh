@@ -13,24 +13,43 @@
 # prose, then four 1 MB documents of each input; one 1 MB document's CPU time moves in steps of
 # 4 ms, too coarse for the pathological ratios). PY is a Python with fastokens, nanotoken and tokenizers installed.
 # Set PREFIX=1 to add the prefix-reuse run. Run it on a quiet machine: about 15 minutes on 2 cores.
+# PEERS_ONLY=1 runs only the three peer passes, without `lopt-base` (BASE may then be unset;
+# about 18 minutes on M3): the peers table of one build.
 # scripts/peers-median.py "$OUT" prints the peers table, median of the three passes;
 # scripts/ratios-per-pass.py "$OUT" [lopt-base] the ratios to the peers taken inside each pass.
 set -u
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
-: "${OUT:?set OUT}" "${BASE:?set BASE}"
+: "${OUT:?set OUT}"
 DATA=${DATA:-/work}
 PY=${PY:-/work/venv-bench/bin/python}
-B=$BASE
 mkdir -p "$OUT"
+
+# One pass of the peers into folder $1, lopt's columns $2 (8 fresh 1 MB documents, 3 rounds).
+peer_pass() {
+  for c in en_verylong zh_long; do
+    $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 gptoss \
+      --methods fastokens $2 --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $1/peers-bpe-$c.json > $1/peers-bpe-$c.log 2>&1
+    $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers bert-base-cased \
+      --methods nanotoken $2 --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $1/peers-bert-$c.json > $1/peers-bert-$c.log 2>&1
+  done
+}
+
+if [ -n "${PEERS_ONLY:-}" ]; then
+  git rev-parse --short HEAD | tee $OUT/run.log
+  for pass in . rerun rerun2; do
+    mkdir -p $OUT/$pass
+    echo "pass $pass start $(date -u) $(uptime)" | tee -a $OUT/run.log
+    peer_pass $OUT/$pass "lopt lopt-ids"
+  done
+  echo "end $(date -u) $(uptime)" | tee -a $OUT/run.log
+  exit 0
+fi
+: "${BASE:?set BASE}"
+B=$BASE
 echo "start $(date -u) $(uptime)" | tee $OUT/run.log
 git rev-parse --short HEAD | tee -a $OUT/run.log
 export LOPT_BASE_BIN=$B/lopt
-for c in en_verylong zh_long; do
-  $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 gptoss \
-    --methods fastokens lopt-base lopt lopt-ids --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $OUT/peers-bpe-$c.json 2>&1 | tee $OUT/peers-bpe-$c.log | grep "^|"
-  $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers bert-base-cased \
-    --methods nanotoken lopt-base lopt lopt-ids --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $OUT/peers-bert-$c.json 2>&1 | tee $OUT/peers-bert-$c.log | grep "^|"
-done
+peer_pass $OUT "lopt-base lopt lopt-ids"
 echo "== 30/20 docs, 1 vs 2 threads, alternating builds ($(uptime))" | tee -a $OUT/run.log
 for r in 1 2 3 4 5 6; do for f in en30 zh20; do for t in qwen3 llama3_1 deepseek_v3 bert-base-cased; do for th in 1 2; do
   bins="$B/lopt target/release/lopt"; (( r % 2 == 0 )) && bins="target/release/lopt $B/lopt"
@@ -79,12 +98,7 @@ rm -f $OUT/perf-*.data
 for pass in rerun rerun2; do
 P=$OUT/$pass; mkdir -p $P
 echo "$pass start $(date -u) $(uptime)" | tee $P/run.log
-for c in en_verylong zh_long; do
-  $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers qwen3 llama3_1 deepseek_v3 gptoss \
-    --methods fastokens lopt-base lopt lopt-ids --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $P/peers-bpe-$c.json 2>&1 | tee $P/peers-bpe-$c.log | grep "^|" > /dev/null
-  $PY scripts/bench_peers.py --corpus ../shared/corpora/$c.jsonl --tokenizers bert-base-cased \
-    --methods nanotoken lopt-base lopt lopt-ids --threads 1 2 --docs 8 --max-bytes 1000000 --rounds 3 --json $P/peers-bert-$c.json 2>&1 | tee $P/peers-bert-$c.log | grep "^|" > /dev/null
-done
+peer_pass $P "lopt-base lopt lopt-ids"
 echo "$pass end $(date -u) $(uptime)" | tee -a $P/run.log
 done
 echo "end $(date -u) $(uptime)" | tee -a $OUT/run.log
