@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Where one thread's encode goes, lopt against fastokens (docs/benchmarks.md, "Per-thread speed
 # against exact peers"): `perf record -e cpu-clock` of each engine encoding FILE once, minus a
-# run that only loads (two one-letter documents: the workers warm up on the first), per symbol. The difference is the encode's
-# samples (10 kHz: one sample is 0.1 ms), load and the harness's own work cancelling out.
+# run that only loads (two one-letter documents: the workers warm up on the first), per symbol.
+# The difference is the encode's samples (10 kHz: one sample is 0.1 ms), load and the harness's
+# own work cancelling out.
 #
 #   OUT=/work/stages-sNN scripts/perf-stages.sh FILE.jsonl TOKENIZER...
 #
