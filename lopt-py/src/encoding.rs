@@ -22,7 +22,7 @@ use lopt::hf as tokenizers;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyString};
 
-use crate::ints::int;
+use crate::ints::{id_list, int};
 use crate::offsets::char_offsets;
 use crate::{guarded, LoptError};
 
@@ -195,10 +195,9 @@ impl Encoding {
     #[getter]
     fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         match &self.repr {
-            // Not through `crate::ints`: ids are spread over the vocabulary, and shared objects
-            // measured slower than new ones (`docs/benchmarks.md`).
-            Repr::Native(native) => PyList::new(py, native.encoding.ids()),
-            Repr::Hf(hf) => PyList::new(py, hf.get_ids()),
+            // Shared objects only for long encodings (`crate::ints`).
+            Repr::Native(native) => id_list(py, native.encoding.ids()),
+            Repr::Hf(hf) => id_list(py, hf.get_ids()),
         }
     }
 

@@ -177,6 +177,22 @@ def test_numpy_paths_equal_ids(pairs, name):
     ids[:1] = 7  # writable, owned by the caller
 
 
+@pytest.mark.parametrize("name", FIXTURES[:2])
+def test_long_encodings_ids_are_shared_ints_of_the_same_values(pairs, name):
+    """`.ids` of an encoding of at least 16,384 tokens comes from the shared table of `int`s
+    (`lopt-py/src/ints.rs`): the same values as HF's, reading it twice gives the same objects, and
+    the list is the caller's own (changing it changes no later read)."""
+    ours, theirs = pairs(name)
+    text = generated_text(11, 120_000)
+    encoding = ours.encode(text)
+    first, second = encoding.ids, encoding.ids
+    assert len(first) >= 16_384, len(first)
+    assert first == theirs.encode(text).ids
+    assert all(a is b for a, b in zip(first[:1000], second[:1000]))
+    first[0] = -1
+    assert encoding.ids[0] == second[0] != -1
+
+
 @pytest.mark.parametrize("name", FIXTURES)
 def test_ids_only_takes_add_special_tokens(pairs, name):
     """Ids-only calls with and without special tokens, through the tokenizer (its prebuilt
