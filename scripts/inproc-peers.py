@@ -22,24 +22,14 @@ import statistics
 import sys
 import time
 
-
-def load_peer(name, path):
-    if name == "fastokens":
-        import fastokens
-        tok = fastokens.Tokenizer.from_file(path)
-        return lambda text: tok.encode(text, add_special_tokens=False).ids
-    if name == "hf":
-        import tokenizers
-        tok = tokenizers.Tokenizer.from_file(path)
-        return lambda text: tok.encode(text, add_special_tokens=False).ids
-    raise SystemExit(f"unknown peer {name}")
+from bench_peers import load_encoder
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--corpus", required=True)
     ap.add_argument("--tokenizer", required=True)
-    ap.add_argument("--peer", default="fastokens")
+    ap.add_argument("--peer", default="fastokens", help="a method of bench_peers.py (fastokens, gigatoken, hf, ...)")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--docs", type=int, default=29)
     ap.add_argument("--max-bytes", type=int, default=1_000_000)
@@ -55,7 +45,8 @@ def main():
     import lopt
     tok = lopt.Tokenizer.from_file(args.tokenizer, threads=args.threads)
     lopt_encode = lambda text: tok.encode(text, add_special_tokens=False).ids  # noqa: E731
-    peer_encode = load_peer(args.peer, args.tokenizer)
+    name = os.path.basename(os.path.dirname(os.path.abspath(args.tokenizer)))
+    peer_encode = load_encoder(args.peer, args.tokenizer, name)
     if list(lopt_encode(texts[0])) != list(peer_encode(texts[0])):
         raise SystemExit("warm-up document: the engines disagree")
     time.sleep(1.0)
