@@ -86,24 +86,32 @@ fn main() {
         .build_from_file(tokenizer).expect("base");
     let b = lopt_new::TokenizerBuilder::new().threads(threads).seed_cache(lopt_new::SeedCache::Sync)
         .build_from_file(tokenizer).expect("new");
-    let ids_a = a.encode(&texts[0], false).expect("a").ids().len();
-    let ids_b = b.encode(&texts[0], false).expect("b").ids().len();
-    assert_eq!(ids_a, ids_b);
+    // Each side's call, timed; the encoding (dropped after the clock stops) gives its ids.
+    let time_a = |text: &str| {
+        let t = Instant::now();
+        let e = a.encode(text, false).expect("a");
+        (t.elapsed().as_secs_f64(), e.ids().to_vec())
+    };
+    let time_b = |text: &str| {
+        let t = Instant::now();
+        if ids_only {
+            let ids = b.encode_ids_default(text, false).expect("b");
+            (t.elapsed().as_secs_f64(), ids)
+        } else {
+            let e = b.encode(text, false).expect("b");
+            (t.elapsed().as_secs_f64(), e.ids().to_vec())
+        }
+    };
+    assert!(time_a(&texts[0]).1 == time_b(&texts[0]).1, "warm-up document: the two sides disagree");
     let (mut sum_a, mut sum_b) = (0f64, 0f64);
     for (i, text) in texts.iter().enumerate().skip(1) {
-        let time_a = || { let t = Instant::now(); let e = a.encode(text, false).expect("a"); let s = t.elapsed().as_secs_f64(); (s, e.ids().to_vec()) };
-        let time_b = || {
-            let t = Instant::now();
-            if ids_only {
-                let ids = b.encode_ids_default(text, false).expect("b");
-                (t.elapsed().as_secs_f64(), ids)
-            } else {
-                let e = b.encode(text, false).expect("b");
-                let s = t.elapsed().as_secs_f64();
-                (s, e.ids().to_vec())
-            }
+        let ((ta, ia), (tb, ib)) = if i % 2 == 0 {
+            let first = time_a(text);
+            (first, time_b(text))
+        } else {
+            let first = time_b(text);
+            (time_a(text), first)
         };
-        let ((ta, ia), (tb, ib)) = if i % 2 == 0 { let x = time_a(); (x, time_b()) } else { let y = time_b(); (time_a(), y) };
         assert!(ia == ib, "document {i}: the two sides disagree");
         sum_a += ta;
         sum_b += tb;
