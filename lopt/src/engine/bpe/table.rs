@@ -44,9 +44,14 @@ fn advise_huge(addr: usize, bytes: usize) {
         return;
     }
     // SAFETY: `start..end` lies inside the caller's allocation (checked just above: rounded
-    // inwards to whole pages), and `MADV_HUGEPAGE` changes only which page size the kernel uses
-    // to back it, never its contents or its mapping; a refusal (an error code) is ignored.
+    // inwards to whole pages), which holds nothing yet (its capacity, not its elements). The
+    // allocator may hand out memory that an earlier, freed allocation had touched (a thread
+    // arena reuses its heap): such pages stay small whatever the advice, so `MADV_DONTNEED`
+    // first returns them (the range then reads as zeros, and nothing in it is read before it
+    // is written). `MADV_HUGEPAGE` changes only which page size the kernel uses to back the
+    // range, never its mapping. A refusal (an error code) leaves small pages, as before.
     unsafe {
+        libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_DONTNEED);
         libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
     }
 }
