@@ -11,17 +11,12 @@
 //! mode, only the ids): a run-time flag cost a test per token in the engines' hottest loops, which
 //! already know their mode at compile time.
 //!
-//! Rows that no one reads back soon may be written with streaming stores ([`Out::row_final`],
-//! x86-64's `movnti`; plain stores elsewhere): a fresh
-//! English encode writes about 24 bytes a token (ids 4, offsets 16, word ids 4), each 1 MB
-//! document sweeping the 2 MiB L2 several times, and through the cache those lines pushed out
-//! the merge and word-cache tables and the text not yet scanned (callgrind: 454 K of 498 K
-//! last-level write misses of a qwen3 English encode are the rows). Streamed rows go to memory
-//! without taking cache lines. They are weakly ordered, so every path that reads, regrows, hands
-//! over or frees the columns fences them first (`sync_lens`, `Drop`). Whether they stream is the
-//! type parameter `STREAM`, which the engine picks once a segment from its reservation
-//! ([`STREAM_ROWS`]: a short text's rows stay in the cache for the caller, who reads them next);
-//! a flag tested per row cost llama3_1 English 0.945x against streaming every row.
+//! Rows are written with plain stores. Streaming stores (x86-64's `movnti`, which bypass the
+//! caches) were used for long segments from session 14 to session 22: on M2 (Zen 4, 1 MiB L2)
+//! they kept the rows from evicting the engine's tables (1.03-1.18x English), but on M3 (Zen 3,
+//! 512 KiB L2) plain stores are 1.03-1.11x faster at one and two threads (`docs/benchmarks.md`,
+//! session 22), and the caller reads the rows next (the merge of segments, Python's lists),
+//! from the cache instead of memory.
 //!
 //! Invariants: rows `0..len` of every written column are initialized; `len <= cap`, where `cap`
 //! is at most the capacity of every written column (only `ids` in ids-only mode, whose other
@@ -122,15 +117,9 @@ pub(crate) fn lending<R>(columns: Columns, encode: impl FnOnce() -> R) -> (R, bo
     (result, taken)
 }
 
-/// The reservation from which an engine picks an [`Out`] that streams its rows (`STREAM`,
-/// [`Out::row_final`]): 32 K rows, a text of 64 KB or more for the byte-level BPE engine (which
-/// reserves a row per 2 bytes), whose rows take about 400 KB (a fifth of the L2) or more.
-pub(crate) const STREAM_ROWS: usize = 1 << 15;
-
 /// The segment being written, with offsets and word ids when `FULL`; see the module
-/// documentation. `STREAM`: [`Out::row_final`] writes with streaming stores (chosen once a
-/// segment by the engine, from its reservation: [`STREAM_ROWS`]).
-pub(crate) struct Out<const FULL: bool, const STREAM: bool = false> {
+/// documentation.
+pub(crate) struct Out<const FULL: bool> {
     ids: Vec<u32>,
     offsets: Vec<(usize, usize)>,
     word_ids: Vec<u32>,
@@ -152,7 +141,7 @@ pub(crate) struct Out<const FULL: bool, const STREAM: bool = false> {
     pub(crate) added_words: Vec<u32>,
 }
 
-impl<const FULL: bool, const STREAM: bool> Out<FULL, STREAM> {
+impl<const FULL: bool> Out<FULL> {
     /// An empty segment with room for `capacity` rows (all three columns with `FULL`, else ids
     /// only).
     pub(crate) fn with_capacity(capacity: usize) -> Self {
@@ -206,7 +195,6 @@ impl<const FULL: bool, const STREAM: bool> Out<FULL, STREAM> {
 
     /// Sets the vectors' lengths to the rows written (after the head).
     fn sync_lens(&mut self) {
-        stream::fence();
         // SAFETY: the head's rows and rows `0..len` after them of every written column were
         // initialized (by `Columns::headed`, then `row`/`id`), and `head + len <= head + cap`,
         // within the capacity of `ids` and, with `FULL`, of `offsets` (`len <= cap` <= capacity
@@ -257,40 +245,6 @@ impl<const FULL: bool, const STREAM: bool> Out<FULL, STREAM> {
         self.len = at + 1;
     }
 
-    /// [`Out::row`] with streaming stores: the row goes to memory without taking cache lines
-    /// from the tables the engine reads (see the module documentation). For engines that never
-    /// read a row back nor rewrite it (byte-level BPE); the rows are the same as `row`'s. Plain
-    /// stores without `STREAM` (a short segment, whose rows are better left in the cache for the
-    /// caller, who reads them next; a type parameter, since a flag cost a test per row:
-    /// llama3_1 English 0.945x against streaming every row, session 14).
-    #[inline(always)]
-    pub(crate) fn row_final(&mut self, id: u32, offsets: (usize, usize), word: u32) {
-        if !STREAM {
-            return self.row(id, offsets, word);
-        }
-        if self.len >= self.cap {
-            self.reserve(self.len.max(64));
-        }
-        let at = self.len;
-        // SAFETY: as in `row` (`at < cap`, checked above, and every pointer is its column's row
-        // 0 within an allocation of at least `cap` more rows); `stream` writes each whole
-        // value, and `sync_lens` fences them before any other access to the columns.
-        unsafe {
-            stream::u32(self.ids_at.add(at), id);
-            if FULL {
-                stream::pair(self.offsets_at.add(at), offsets);
-                stream::u32(self.word_ids.as_mut_ptr().add(at), word);
-            }
-        }
-        self.len = at + 1;
-    }
-
-    /// [`Out::id`] with streaming stores ([`Out::row_final`]).
-    #[inline(always)]
-    pub(crate) fn id_final(&mut self, id: u32) {
-        self.row_final(id, (0, 0), 0);
-    }
-
     /// Appends one token's id alone: the ids-only mode's row. Should the columns be full, the
     /// row gets empty offsets and word 0, so that every written column stays initialized.
     #[inline(always)]
@@ -313,87 +267,20 @@ impl<const FULL: bool, const STREAM: bool> Out<FULL, STREAM> {
     }
 }
 
-impl<const FULL: bool, const STREAM: bool> Drop for Out<FULL, STREAM> {
-    /// Fences the streaming stores of an `Out` dropped unfinished (an engine call that unwinds),
-    /// before its columns go back to the allocator, which may hand them to another thread.
-    fn drop(&mut self) {
-        stream::fence();
-    }
-}
-
-/// Stores that bypass the caches ([`Out::row_final`]): x86-64's `movnti` (SSE2, which every
-/// x86-64 has), else plain stores. On x86-64 the differential suite meets both kinds of rows: a
-/// short segment's take plain stores (`Out<_, false>`, [`Out::row`]), a long one's stream. A
-/// streamed store is weakly ordered: [`fence`] must run after the last one and before the memory
-/// is read, handed to another thread or freed.
-mod stream {
-    /// Whether stores stream (x86-64).
-    const STREAM: bool = cfg!(target_arch = "x86_64");
-
-    /// Stores `value` at `at`.
-    ///
-    /// # Safety
-    /// `at` is valid for a write of a `u32` and aligned.
-    #[inline(always)]
-    pub(super) unsafe fn u32(at: *mut u32, value: u32) {
-        #[cfg(target_arch = "x86_64")]
-        if STREAM {
-            // SAFETY: the caller's precondition; `movnti` needs no more (SSE2 is part of x86-64).
-            unsafe { std::arch::x86_64::_mm_stream_si32(at.cast::<i32>(), value as i32) };
-            return;
-        }
-        // SAFETY: the caller's precondition.
-        unsafe { at.write(value) };
-    }
-
-    /// Stores the pair `value` at `at`, each half by itself (so whatever the tuple's layout).
-    ///
-    /// # Safety
-    /// `at` is valid for a write of a `(usize, usize)` and aligned.
-    #[inline(always)]
-    pub(super) unsafe fn pair(at: *mut (usize, usize), value: (usize, usize)) {
-        #[cfg(target_arch = "x86_64")]
-        if STREAM {
-            // SAFETY: the caller's precondition; each field of an aligned tuple is an aligned
-            // `usize`, which is an `i64` on x86-64.
-            unsafe {
-                std::arch::x86_64::_mm_stream_si64(std::ptr::addr_of_mut!((*at).0).cast::<i64>(), value.0 as i64);
-                std::arch::x86_64::_mm_stream_si64(std::ptr::addr_of_mut!((*at).1).cast::<i64>(), value.1 as i64);
-            }
-            return;
-        }
-        // SAFETY: the caller's precondition.
-        unsafe { at.write(value) };
-    }
-
-    /// Orders the streamed stores before every later memory access of this thread (`sfence`);
-    /// nothing where stores do not stream.
-    #[inline(always)]
-    pub(super) fn fence() {
-        #[cfg(target_arch = "x86_64")]
-        if STREAM {
-            // SAFETY: `sfence` has no precondition (SSE, part of x86-64).
-            unsafe { std::arch::x86_64::_mm_sfence() };
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Rows come out as written, in both modes and by both writers (plain and streaming stores),
-    /// through many regrowths from a tiny start.
+    /// Rows come out as written, in both modes, through many regrowths from a tiny start.
     #[test]
     fn rows_survive_growth() {
-        fn check<const FULL: bool>(streamed: bool) {
-            // Streamed from a tiny start (as a short segment's rows are not).
-            let mut out = Out::<FULL, true>::with_capacity(1);
+        fn check<const FULL: bool>() {
+            let mut out = Out::<FULL>::with_capacity(1);
             for k in 0..10_000u32 {
-                if streamed {
-                    out.row_final(k, (k as usize, k as usize + 1), k / 3);
-                } else {
+                if k % 2 == 0 || FULL {
                     out.row(k, (k as usize, k as usize + 1), k / 3);
+                } else {
+                    out.id(k);
                 }
             }
             out.words = 7;
@@ -407,31 +294,8 @@ mod tests {
             }
             assert_eq!(seg.words, 7);
         }
-        for streamed in [false, true] {
-            check::<true>(streamed);
-            check::<false>(streamed);
-        }
-    }
-
-    /// Streamed rows after a lent head, and an `Out` dropped unfinished (its fence), leave the
-    /// columns as plain rows would.
-    #[test]
-    fn streamed_rows_follow_the_head() {
-        let head = [(101u32, 0u32)];
-        let (mut out, taken) = lending(Columns::headed(&head, 3, true), || Out::<true, true>::with_capacity(1));
-        assert!(taken);
-        for k in 0..500u32 {
-            out.row_final(k, (k as usize, k as usize + 2), k);
-            out.id_final(k + 1);
-        }
-        let seg = out.finish();
-        assert!(headed(&seg, &head, true));
-        assert_eq!(seg.ids[..5], [101, 0, 1, 1, 2]);
-        assert_eq!(seg.offsets[1..4], [(0, 2), (0, 0), (1, 3)]);
-        assert_eq!(seg.word_ids[..4], [0, 0, 1, 0]);
-        let mut dropped = Out::<true, true>::with_capacity(STREAM_ROWS);
-        dropped.row_final(1, (0, 1), 0);
-        drop(dropped);
+        check::<true>();
+        check::<false>();
     }
 
     /// Columns lent by the caller are written by the first `Out` only, and only inside

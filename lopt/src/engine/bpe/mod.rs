@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use crate::boundary::floor_char_boundary;
 
-use super::out::{Out, STREAM_ROWS};
+use super::out::Out;
 use super::{Engine, Segment};
 use crate::boundary::CutRule;
 use crate::doc::Doc;
@@ -356,12 +356,11 @@ impl Text<'_> {
 
 /// The state of one `encode_segment` call; with `FULL` the offset and word-id columns are
 /// written, without it (ids-only mode) nothing but the ids is computed: no word count, no
-/// offsets (monomorphized, so the per-word loop carries no test of the mode). `STREAM`: the rows
-/// are written with streaming stores (a long segment: [`Out::row_final`]).
-struct Run<'a, const FULL: bool, const STREAM: bool> {
+/// offsets (monomorphized, so the per-word loop carries no test of the mode).
+struct Run<'a, const FULL: bool> {
     engine: &'a BpeEngine,
     /// The segment's columns, written one row per token (offsets and word ids only when full).
-    out: Out<FULL, STREAM>,
+    out: Out<FULL>,
     scratch: Scratch,
     /// Borrowed from the engine's pool for the call.
     cache: WordCache,
@@ -375,15 +374,13 @@ struct Run<'a, const FULL: bool, const STREAM: bool> {
 /// `text` is a normalized range with its alignments (else the segment itself, which is nearly
 /// always the case): monomorphized so that the per-word loop over raw text neither loads nor
 /// tests the alignments (a constant `None`), which freed registers in the scanner's loop.
-struct Words<'r, 'a, 't, const FULL: bool, const STREAM: bool, const ALIGNED: bool> {
-    run: &'r mut Run<'a, FULL, STREAM>,
+struct Words<'r, 'a, 't, const FULL: bool, const ALIGNED: bool> {
+    run: &'r mut Run<'a, FULL>,
     text: Text<'t>,
     base: usize,
 }
 
-impl<const FULL: bool, const STREAM: bool, const ALIGNED: bool> pretok::Sink
-    for Words<'_, '_, '_, FULL, STREAM, ALIGNED>
-{
+impl<const FULL: bool, const ALIGNED: bool> pretok::Sink for Words<'_, '_, '_, FULL, ALIGNED> {
     // Inlined into every call site of the scanners in optimized builds; in test builds (opt-level
     // 1, debug assertions) that made each of `split_from`'s instantiations take seconds of LLVM
     // (`docs/benchmarks.md`, "CI time"), so there it is a call.
@@ -399,8 +396,8 @@ impl<const FULL: bool, const STREAM: bool, const ALIGNED: bool> pretok::Sink
 /// some token ends inside a character (only then are identity offsets widened). Without `FULL`
 /// only the ids are written (ids-only mode: the other columns stay empty).
 #[inline(always)]
-fn push_tokens<const FULL: bool, const STREAM: bool>(
-    out: &mut Out<FULL, STREAM>,
+fn push_tokens<const FULL: bool>(
+    out: &mut Out<FULL>,
     text: Text<'_>,
     start: usize,
     tokens: &[(u32, u32)],
@@ -409,7 +406,7 @@ fn push_tokens<const FULL: bool, const STREAM: bool>(
 ) {
     if !FULL {
         for &(id, _) in tokens {
-            out.id_final(id);
+            out.id(id);
         }
         return;
     }
@@ -417,13 +414,13 @@ fn push_tokens<const FULL: bool, const STREAM: bool>(
     if text.aligned.is_none() && !splits {
         for &(id, end) in tokens {
             let end = start + end as usize;
-            out.row_final(id, (pos, end), word);
+            out.row(id, (pos, end), word);
             pos = end;
         }
     } else {
         for &(id, end) in tokens {
             let end = start + end as usize;
-            out.row_final(id, text.original(pos, end), word);
+            out.row(id, text.original(pos, end), word);
             pos = end;
         }
     }
@@ -431,8 +428,8 @@ fn push_tokens<const FULL: bool, const STREAM: bool>(
 
 /// Appends the tokens of a cached word `start..end` (only its ids without `FULL`).
 #[inline(always)]
-fn push_hit<const FULL: bool, const STREAM: bool>(
-    out: &mut Out<FULL, STREAM>,
+fn push_hit<const FULL: bool>(
+    out: &mut Out<FULL>,
     text: Text<'_>,
     (start, end): (usize, usize),
     hit: Hit<'_>,
@@ -440,20 +437,20 @@ fn push_hit<const FULL: bool, const STREAM: bool>(
     word: u32,
 ) {
     match hit {
-        Hit::One(id) if !FULL => out.id_final(id),
+        Hit::One(id) if !FULL => out.id(id),
         Hit::One(id) => {
             // One token covers the word, whose ends are character boundaries.
             let offsets = if text.aligned.is_none() { (start, end) } else { text.original(start, end) };
-            out.row_final(id, offsets, word);
+            out.row(id, offsets, word);
         }
-        Hit::Many(tokens) => push_tokens::<FULL, STREAM>(out, text, start, tokens, splits, word),
+        Hit::Many(tokens) => push_tokens::<FULL>(out, text, start, tokens, splits, word),
     }
 }
 
-impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
+impl<const FULL: bool> Run<'_, FULL> {
     fn added_token(&mut self, id: u32, offsets: (usize, usize)) {
         let word = self.out.words;
-        self.out.row_final(id, offsets, word);
+        self.out.row(id, offsets, word);
         self.out.added_words.push(word);
         self.out.words += 1;
     }
@@ -487,7 +484,7 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
         // one-byte words per MB).
         if len == 1 {
             let id = self.engine.model.byte_id(all[start]);
-            push_hit::<FULL, STREAM>(&mut self.out, text, (start, end), Hit::One(id), false, word);
+            push_hit::<FULL>(&mut self.out, text, (start, end), Hit::One(id), false, word);
             return;
         }
         // One compare for the short words that make most of a text; the slice of the word is
@@ -499,12 +496,12 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
                 // written per token, most of a Chinese text's tokens).
                 self.merge_ids(&all[start..end], true);
                 for &id in &self.ids {
-                    self.out.id_final(id);
+                    self.out.id(id);
                 }
                 return;
             }
             self.merge(&all[start..end], true);
-            push_tokens::<FULL, STREAM>(&mut self.out, text, start, &self.tokens, true, word);
+            push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
             return;
         }
         let key = cache::key(all, start, end);
@@ -513,7 +510,7 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
         let found =
             if len <= cache::SHORT { self.cache.get_short(key) } else { self.cache.get_at(key, all, start, end) };
         if let Some((hit, splits)) = found {
-            push_hit::<FULL, STREAM>(&mut self.out, text, (start, end), hit, splits, word);
+            push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         let bytes = &all[start..end];
@@ -532,14 +529,14 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
                 Hit::One(id) => self.cache.insert(key, bytes, &[(id, len as u32)]),
                 Hit::Many(tokens) => self.cache.insert(key, bytes, tokens),
             }
-            push_hit::<FULL, STREAM>(&mut self.out, text, (start, end), hit, splits, word);
+            push_hit::<FULL>(&mut self.out, text, (start, end), hit, splits, word);
             return;
         }
         // Missed by the seed, the word is no vocabulary entry (`ignore_merges` need not look it
         // up: on random text that lookup missed the caches once per word).
         self.merge(bytes, seed.is_none());
         self.cache.insert(key, bytes, &self.tokens);
-        push_tokens::<FULL, STREAM>(&mut self.out, text, start, &self.tokens, true, word);
+        push_tokens::<FULL>(&mut self.out, text, start, &self.tokens, true, word);
     }
 
     /// Pre-tokenizes and encodes `text[start..end]`, a normalized piece between added tokens.
@@ -547,9 +544,9 @@ impl<const FULL: bool, const STREAM: bool> Run<'_, FULL, STREAM> {
         let engine = self.engine;
         let piece = &text.str[start..end];
         if text.aligned.is_none() {
-            engine.pre_tokenizer.split(piece, &mut Words::<FULL, STREAM, false> { run: self, text, base: start });
+            engine.pre_tokenizer.split(piece, &mut Words::<FULL, false> { run: self, text, base: start });
         } else {
-            engine.pre_tokenizer.split(piece, &mut Words::<FULL, STREAM, true> { run: self, text, base: start });
+            engine.pre_tokenizer.split(piece, &mut Words::<FULL, true> { run: self, text, base: start });
         }
     }
 
@@ -729,19 +726,8 @@ impl BpeEngine {
         // Room for 2 bytes per token: English averages about 4, but lists, tables and code come
         // near 2, and a column that outgrows its reservation is copied whole (on such a 1 MB
         // document that copy was a third of the engine's L2 misses); pages not written are
-        // never touched. The writer is chosen here, once a segment: streaming stores for a
-        // reservation of `STREAM_ROWS` rows or more (`Out::row_final`).
+        // never touched.
         let rows = segment.len() / 2;
-        if rows >= STREAM_ROWS {
-            self.encode_into::<FULL, true>(segment, rows)
-        } else {
-            self.encode_into::<FULL, false>(segment, rows)
-        }
-    }
-
-    /// [`BpeEngine::encode`] with room for `rows` rows, writing them with streaming stores when
-    /// `STREAM`.
-    fn encode_into<const FULL: bool, const STREAM: bool>(&self, segment: &str, rows: usize) -> Segment {
         let mut pieces: Vec<(Option<u32>, usize, usize)> = Vec::new();
         self.added.split_raw(segment, &mut |id, s, e| pieces.push((id, s, e)));
         let mut own = self.own_cache();
@@ -750,7 +736,7 @@ impl BpeEngine {
             None => self.caches.lock().ok().and_then(|mut pool| pool.pop()).unwrap_or_default(),
         };
         let memo = std::mem::take(&mut cache.pieces);
-        let mut run = Run::<FULL, STREAM> {
+        let mut run = Run::<FULL> {
             engine: self,
             out: Out::with_capacity(rows),
             scratch: Scratch::with_memo(memo),
