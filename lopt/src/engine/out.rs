@@ -14,9 +14,8 @@
 //! Rows are written with plain stores. Streaming stores (x86-64's `movnti`, which bypass the
 //! caches) were used for long segments from session 14 to session 22: on M2 (Zen 4, 1 MiB L2)
 //! they kept the rows from evicting the engine's tables (1.03-1.18x English), but on M3 (Zen 3,
-//! 512 KiB L2) plain stores are 1.03-1.11x faster at one and two threads (`docs/benchmarks.md`,
-//! session 22), and the caller reads the rows next (the merge of segments, Python's lists),
-//! from the cache instead of memory.
+//! 512 KiB L2) plain stores are 1.02-1.11x faster on English at one and two threads, Chinese
+//! unchanged (`docs/benchmarks.md`, "Per-thread speed against exact peers", session 22).
 //!
 //! Invariants: rows `0..len` of every written column are initialized; `len <= cap`, where `cap`
 //! is at most the capacity of every written column (only `ids` in ids-only mode, whose other
