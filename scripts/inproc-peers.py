@@ -19,7 +19,6 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import time
 
 from bench_peers import load_encoder
@@ -56,11 +55,11 @@ def main():
         if i % 2:
             order.reverse()
         took, ids = {}, {}
-        for name, encode in order:
+        for side, encode in order:
             start = time.perf_counter()
             out = encode(text)
-            took[name] = time.perf_counter() - start
-            ids[name] = out
+            took[side] = time.perf_counter() - start
+            ids[side] = out
         if list(ids["lopt"]) != list(ids["peer"]):
             raise SystemExit(f"document {i}: the engines disagree")
         ratios.append(took["peer"] / took["lopt"])
@@ -70,7 +69,6 @@ def main():
     q = statistics.quantiles(ratios, n=4)
     print(f"summary peer={args.peer} threads={args.threads} peer/lopt median={statistics.median(ratios):.3f} "
           f"[{q[0]:.3f}-{q[2]:.3f}] ({len(ratios)} docs); summed {sums[0] / sums[1]:.3f}")
-    sys.stdout.flush()
 
 
 if __name__ == "__main__":

@@ -255,14 +255,8 @@ impl<const FULL: bool> Out<FULL> {
     /// module documentation).
     pub(crate) fn finish(mut self) -> Segment {
         self.sync_lens();
-        Segment {
-            ids: std::mem::take(&mut self.ids),
-            tokens: Vec::new(),
-            offsets: std::mem::take(&mut self.offsets),
-            word_ids: std::mem::take(&mut self.word_ids),
-            words: self.words,
-            added_words: std::mem::take(&mut self.added_words),
-        }
+        let Out { ids, offsets, word_ids, words, added_words, .. } = self;
+        Segment { ids, tokens: Vec::new(), offsets, word_ids, words, added_words }
     }
 }
 
