@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import copy
 import pickle
+import threading
+import types
 
 import numpy as np
 import pytest
 import tokenizers
 
 import lopt
-from conftest import FIXTURES, assert_same_encoding, corpus_samples, generated_text
+from conftest import FIXTURES, assert_same_encoding, corpus_samples, fixture_paths, generated_text
 
 SHORT = [
     "",
@@ -323,6 +325,38 @@ def test_errors_are_lopt_errors(tmp_path):
         lopt.Tokenizer.from_file(tmp_path / "missing.json")
     with pytest.raises(lopt.LoptError):
         lopt.Tokenizer.from_pretrained("no-such-org/no-such-model-xyz", revision="main")
+
+
+def test_a_buffer_that_is_not_utf8_is_a_lopt_error():
+    with pytest.raises(lopt.LoptError, match="not a valid tokenizer.json"):
+        lopt.Tokenizer.from_buffer(b'{"version": "\xff"}')
+
+
+def test_a_core_refused_beside_the_parse_is_built_again_from_to_str(monkeypatch):
+    # from_file builds the native core on a second thread while HF parses; when that core fails,
+    # the tokenizer is built as the object path builds it (from HF's to_str(), on this thread).
+    import lopt._tokenizer as module
+
+    real = module._lopt
+    calls = []
+
+    class Core:
+        @staticmethod
+        def from_str(json, threads, size):
+            calls.append(threading.current_thread().name)
+            if len(calls) == 1:
+                raise lopt.LoptError("refused")
+            return real.Core.from_str(json, threads, size)
+
+    shim = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")})
+    shim.Core = Core
+    monkeypatch.setattr(module, "_lopt", shim)
+    path = fixture_paths().get(FIXTURES[0])
+    if path is None:
+        pytest.skip("no fixture tokenizer found")
+    ours, theirs = lopt.Tokenizer.from_file(path, threads=1), tokenizers.Tokenizer.from_file(str(path))
+    assert calls == ["lopt-load", threading.current_thread().name]
+    assert_same_encoding(ours.encode(SHORT[4]), theirs.encode(SHORT[4]), "rebuilt core")
 
 
 def test_save_and_from_buffer_round_trip(pairs, tmp_path):
