@@ -9,13 +9,25 @@
 //!   `truncate`, `merge`, pickling) runs on a `tokenizers::Encoding` built from the lopt result
 //!   once (with character offsets and the sequence range HF would record), so it is HF's own code
 //!   that answers.
+//! * An ids-first result ([`Deferred`]) holds only the ids of an ids-only encode
+//!   (`lopt::Tokenizer::encode_ids`, 1.1-1.2x faster than the full encode), because most callers
+//!   (transformers, vLLM, SGLang) read only `ids` and `attention_mask` (BERT's also `type_ids`,
+//!   which the post-processor's template gives). The first read of anything else (offsets,
+//!   tokens, word ids, the helpers, pickling, `pad`) encodes the text again in full, with the
+//!   same tokenizer and options (the [`Job`]), checks that the ids agree, and answers from that
+//!   result from then on. It is made only for calls without truncation or padding (so its
+//!   attention mask is all ones and it has no overflow), and a `Core` stops making it once one
+//!   of its encodings needed the full encode (`Job::wants_full`): a caller that reads offsets
+//!   pays the second encode once.
 //! * HF records a token range for the sequence only when the tokenizer has a post-processor
 //!   (`PostProcessor::process` calls `set_sequence_id`); the range is then the span of the
 //!   tokens that are neither template specials nor padding, i.e. those with
 //!   `special_tokens_mask == 0` (tokens of the text itself, added special tokens included, have
 //!   0).
 
-use std::sync::OnceLock;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use ahash::AHashMap;
 use lopt::hf as tokenizers;
@@ -24,7 +36,8 @@ use pyo3::types::{PyBytes, PyList, PyString};
 
 use crate::ints::{id_list, int};
 use crate::offsets::char_offsets;
-use crate::{guarded, LoptError};
+use crate::options::Options;
+use crate::{guarded, panic_message, LoptError};
 
 /// A lopt result and what is derived from it on demand.
 struct Native {
@@ -35,9 +48,50 @@ struct Native {
     hf: OnceLock<tokenizers::Encoding>,
 }
 
+/// How an ids-first result encodes its text in full: the call's tokenizer and settings.
+pub(crate) struct Job {
+    pub(crate) tokenizer: Arc<lopt::Tokenizer>,
+    /// The call's settings (truncation and padding off: see the module's invariants).
+    pub(crate) options: Py<Options>,
+    pub(crate) add_special_tokens: bool,
+    pub(crate) has_ranges: bool,
+    /// Set when an encoding of this `Core` needed the full encode: it then encodes in full.
+    pub(crate) wants_full: Arc<AtomicBool>,
+    /// The process whose core encoded: in a forked child its pool has no threads.
+    pub(crate) pid: u32,
+}
+
+impl Job {
+    pub(crate) fn clone_ref(&self, py: Python<'_>) -> Job {
+        Job {
+            tokenizer: Arc::clone(&self.tokenizer),
+            options: self.options.clone_ref(py),
+            add_special_tokens: self.add_special_tokens,
+            has_ranges: self.has_ranges,
+            wants_full: Arc::clone(&self.wants_full),
+            pid: self.pid,
+        }
+    }
+}
+
+/// An ids-only result and, once something else was read, the full one.
+struct Deferred {
+    ids: Vec<u32>,
+    text: Py<PyString>,
+    job: Job,
+    full: OnceLock<Native>,
+}
+
 enum Repr {
     Native(Box<Native>),
+    Deferred(Box<Deferred>),
     Hf(Box<tokenizers::Encoding>),
+}
+
+/// What answers a read: a full lopt result or a `tokenizers::Encoding`.
+enum View<'a> {
+    Native(&'a Native),
+    Hf(&'a tokenizers::Encoding),
 }
 
 /// The result of encoding one input: ids, tokens, offsets (in characters) and everything
@@ -107,20 +161,111 @@ impl Native {
     }
 }
 
+impl Deferred {
+    /// The full result, encoding the text again on first use.
+    fn native(&self, py: Python<'_>) -> PyResult<&Native> {
+        if let Some(native) = self.full.get() {
+            return Ok(native);
+        }
+        // Encoded before `get_or_init`, not inside it: the encode releases the GIL, and a thread
+        // waiting in `get_or_init` with the GIL held would keep this one from taking it back.
+        let native = self.encode_full(py)?;
+        Ok(self.full.get_or_init(|| native))
+    }
+
+    /// The type ids and special-tokens mask, from the post-processor's template and the length
+    /// (`None` when they are not that simple: then only the full encode has them).
+    fn template_columns(&self) -> Option<(Vec<u32>, Vec<u32>)> {
+        let job = &self.job;
+        job.tokenizer.template_columns(job.options.get().get(job.add_special_tokens), self.ids.len())
+    }
+
+    fn encode_full(&self, py: Python<'_>) -> PyResult<Native> {
+        let job = &self.job;
+        job.wants_full.store(true, Ordering::Relaxed);
+        let text = self.text.bind(py).to_str()?;
+        let options = job.options.get().get(job.add_special_tokens);
+        let encoding = py.detach(|| {
+            if std::process::id() == job.pid {
+                guarded(|| job.tokenizer.encode_with(text, options))
+            } else {
+                encode_in_forked_child(&job.tokenizer, text, job.add_special_tokens)
+            }
+        })?;
+        if encoding.ids() != self.ids.as_slice() {
+            return Err(LoptError::new_err("internal error: the full encode of an ids-first encoding gave other ids"));
+        }
+        Ok(Native::new(encoding, self.text.clone_ref(py), job.has_ranges))
+    }
+}
+
+/// HF's sequential encode on the calling thread, without truncation or padding (as the ids-first
+/// call): in a forked child the tokenizer's pool has no threads, and an encode that waited for
+/// them would wait for ever.
+fn encode_in_forked_child(
+    tokenizer: &lopt::Tokenizer,
+    text: &str,
+    add_special_tokens: bool,
+) -> PyResult<lopt::Encoding> {
+    let hf = guarded(|| tokenizer.hf().cloned())?;
+    let encoded = catch_unwind(AssertUnwindSafe(move || {
+        let mut hf = hf;
+        hf.with_padding(None);
+        hf.with_truncation(None)?;
+        hf.encode(text, add_special_tokens)
+    }));
+    match encoded {
+        Ok(Ok(encoding)) => Ok(lopt::Encoding::from(encoding)),
+        Ok(Err(err)) => Err(LoptError::new_err(err.to_string())),
+        Err(payload) => Err(LoptError::new_err(format!("internal error: {}", panic_message(payload.as_ref())))),
+    }
+}
+
 impl Encoding {
     pub(crate) fn native(encoding: lopt::Encoding, text: Py<PyString>, has_ranges: bool) -> Self {
         Encoding { repr: Repr::Native(Box::new(Native::new(encoding, text, has_ranges))) }
     }
 
-    fn hf(&self, py: Python<'_>) -> PyResult<&tokenizers::Encoding> {
+    /// An ids-first result: `ids` of `text` from an ids-only encode of `job`'s settings.
+    pub(crate) fn deferred(ids: Vec<u32>, text: Py<PyString>, job: Job) -> Self {
+        Encoding { repr: Repr::Deferred(Box::new(Deferred { ids, text, job, full: OnceLock::new() })) }
+    }
+
+    /// An ids-first result's type ids and special-tokens mask when the template gives them.
+    fn template_columns(&self) -> Option<(Vec<u32>, Vec<u32>)> {
         match &self.repr {
-            Repr::Native(native) => native.hf(py),
-            Repr::Hf(hf) => Ok(hf),
+            Repr::Deferred(deferred) => deferred.template_columns(),
+            _ => None,
+        }
+    }
+
+    /// What answers a read other than those an ids-first result answers itself (`ids`, `len`,
+    /// `attention_mask`, `n_sequences`, `overflowing`, and, from the template, `type_ids` and
+    /// `special_tokens_mask`).
+    fn view(&self, py: Python<'_>) -> PyResult<View<'_>> {
+        Ok(match &self.repr {
+            Repr::Native(native) => View::Native(native),
+            Repr::Deferred(deferred) => View::Native(deferred.native(py)?),
+            Repr::Hf(hf) => View::Hf(hf),
+        })
+    }
+
+    fn hf(&self, py: Python<'_>) -> PyResult<&tokenizers::Encoding> {
+        match self.view(py)? {
+            View::Native(native) => native.hf(py),
+            View::Hf(hf) => Ok(hf),
         }
     }
 
     /// The `tokenizers::Encoding`, taking it over for a change in place.
     fn hf_mut(&mut self, py: Python<'_>) -> PyResult<&mut tokenizers::Encoding> {
+        if let Repr::Deferred(deferred) = &mut self.repr {
+            let native = match deferred.full.take() {
+                Some(native) => native,
+                None => deferred.encode_full(py)?,
+            };
+            self.repr = Repr::Native(Box::new(native));
+        }
         if let Repr::Native(native) = &mut self.repr {
             let hf = match native.hf.take() {
                 Some(hf) => hf,
@@ -130,7 +275,7 @@ impl Encoding {
         }
         match &mut self.repr {
             Repr::Hf(hf) => Ok(&mut **hf),
-            Repr::Native(_) => Err(LoptError::new_err("internal error: encoding not converted")),
+            Repr::Native(_) | Repr::Deferred(_) => Err(LoptError::new_err("internal error: encoding not converted")),
         }
     }
 }
@@ -178,9 +323,16 @@ impl Encoding {
         Ok(encoding)
     }
 
+    /// Whether this is an ids-first result that has not been encoded in full yet (for tests).
+    #[getter]
+    fn _ids_first(&self) -> bool {
+        matches!(&self.repr, Repr::Deferred(deferred) if deferred.full.get().is_none())
+    }
+
     fn __len__(&self) -> usize {
         match &self.repr {
             Repr::Native(native) => native.encoding.len(),
+            Repr::Deferred(deferred) => deferred.ids.len(),
             Repr::Hf(hf) => hf.len(),
         }
     }
@@ -197,32 +349,36 @@ impl Encoding {
         match &self.repr {
             // Shared objects only for long encodings (`crate::ints`).
             Repr::Native(native) => id_list(py, native.encoding.ids()),
+            Repr::Deferred(deferred) => id_list(py, &deferred.ids),
             Repr::Hf(hf) => id_list(py, hf.get_ids()),
         }
     }
 
     #[getter]
     fn type_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        match &self.repr {
-            Repr::Native(native) => PyList::new(py, native.encoding.type_ids()),
-            Repr::Hf(hf) => PyList::new(py, hf.get_type_ids()),
+        if let Some((type_ids, _)) = self.template_columns() {
+            return PyList::new(py, type_ids);
+        }
+        match self.view(py)? {
+            View::Native(native) => PyList::new(py, native.encoding.type_ids()),
+            View::Hf(hf) => PyList::new(py, hf.get_type_ids()),
         }
     }
 
     #[getter]
     fn tokens<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        match &self.repr {
-            Repr::Native(native) => PyList::new(py, native.encoding.tokens()),
-            Repr::Hf(hf) => PyList::new(py, hf.get_tokens()),
+        match self.view(py)? {
+            View::Native(native) => PyList::new(py, native.encoding.tokens()),
+            View::Hf(hf) => PyList::new(py, hf.get_tokens()),
         }
     }
 
     /// `(start, end)` character offsets of each token in its input text.
     #[getter]
     fn offsets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        match &self.repr {
-            Repr::Native(native) => offset_list(py, native.offsets(py)?),
-            Repr::Hf(hf) => offset_list(py, hf.get_offsets()),
+        match self.view(py)? {
+            View::Native(native) => offset_list(py, native.offsets(py)?),
+            View::Hf(hf) => offset_list(py, hf.get_offsets()),
         }
     }
 
@@ -230,23 +386,28 @@ impl Encoding {
     fn attention_mask<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         match &self.repr {
             Repr::Native(native) => PyList::new(py, native.encoding.attention_mask()),
+            // No padding (the module's invariants): every token is attended to.
+            Repr::Deferred(deferred) => PyList::new(py, std::iter::repeat_n(1u32, deferred.ids.len())),
             Repr::Hf(hf) => PyList::new(py, hf.get_attention_mask()),
         }
     }
 
     #[getter]
     fn special_tokens_mask<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        match &self.repr {
-            Repr::Native(native) => PyList::new(py, native.encoding.special_tokens_mask()),
-            Repr::Hf(hf) => PyList::new(py, hf.get_special_tokens_mask()),
+        if let Some((_, mask)) = self.template_columns() {
+            return PyList::new(py, mask);
+        }
+        match self.view(py)? {
+            View::Native(native) => PyList::new(py, native.encoding.special_tokens_mask()),
+            View::Hf(hf) => PyList::new(py, hf.get_special_tokens_mask()),
         }
     }
 
     #[getter]
     fn word_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        match &self.repr {
-            Repr::Native(native) => word_list(py, native.encoding.word_ids()),
-            Repr::Hf(hf) => word_list(py, hf.get_word_ids()),
+        match self.view(py)? {
+            View::Native(native) => word_list(py, native.encoding.word_ids()),
+            View::Hf(hf) => word_list(py, hf.get_word_ids()),
         }
     }
 
@@ -264,8 +425,8 @@ impl Encoding {
 
     #[getter]
     fn sequence_ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        match &self.repr {
-            Repr::Native(native) => {
+        match self.view(py)? {
+            View::Native(native) => {
                 let n = native.encoding.len();
                 let ids: Vec<Option<usize>> = match native.range() {
                     None => vec![Some(0); n],
@@ -273,14 +434,14 @@ impl Encoding {
                 };
                 PyList::new(py, ids)
             }
-            Repr::Hf(hf) => PyList::new(py, hf.get_sequence_ids()),
+            View::Hf(hf) => PyList::new(py, hf.get_sequence_ids()),
         }
     }
 
     #[getter]
     fn n_sequences(&self) -> usize {
         match &self.repr {
-            Repr::Native(_) => 1,
+            Repr::Native(_) | Repr::Deferred(_) => 1,
             Repr::Hf(hf) => hf.n_sequences(),
         }
     }
@@ -288,6 +449,8 @@ impl Encoding {
     #[getter]
     fn overflowing(&self, py: Python<'_>) -> Vec<Encoding> {
         match &self.repr {
+            // No truncation (the module's invariants): no overflow.
+            Repr::Deferred(_) => Vec::new(),
             Repr::Native(native) => native
                 .encoding
                 .overflowing()

@@ -5,12 +5,13 @@
 //! alive by the caller's frame for the whole call; a `Core` is immutable (`frozen`), so Python
 //! threads share it without borrow flags.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyDict, PyString};
 
-use crate::encoding::Encoding;
+use crate::encoding::{Encoding, Job};
 use crate::guarded;
 use crate::options::Options;
 
@@ -21,6 +22,11 @@ pub(crate) struct Core {
     /// Whether the tokenizer has a post-processor: HF then records the sequence's token range
     /// in each encoding (`sequence_ids` is `None` on the specials), otherwise it does not.
     has_ranges: bool,
+    /// Set once an ids-first encoding of this core needed the full encode (`crate::encoding`):
+    /// from then on `encode` and `encode_batch` encode in full.
+    wants_full: Arc<AtomicBool>,
+    /// The process that built this core (a forked child builds its own: `_tokenizer.py`).
+    pid: u32,
 }
 
 /// The `str` items of a list or tuple, or `None` when any item is something else (a pair, a
@@ -56,6 +62,27 @@ fn bytearray<'py, T: Copy, const N: usize>(
 }
 
 impl Core {
+    /// How an ids-first encoding of a call with `options` would encode in full, or `None` when
+    /// the call should encode in full now: the options truncate or pad (the full result's mask
+    /// and overflow are then not trivial), the ids-only mode would encode in full anyway, or an
+    /// earlier encoding of this core needed the full result.
+    fn ids_first(&self, options: Option<&Bound<'_, Options>>, add_special_tokens: bool) -> Option<Job> {
+        let options = options?;
+        let settings = options.get().get(add_special_tokens);
+        let plain = settings.truncation_params().is_none() && settings.padding_params().is_none();
+        if !plain || self.wants_full.load(Ordering::Relaxed) || !self.tokenizer.encodes_ids_only(settings) {
+            return None;
+        }
+        Some(Job {
+            tokenizer: Arc::clone(&self.tokenizer),
+            options: options.clone().unbind(),
+            add_special_tokens,
+            has_ranges: self.has_ranges,
+            wants_full: Arc::clone(&self.wants_full),
+            pid: self.pid,
+        })
+    }
+
     /// Encodes one text with the call's options (`None`: the `tokenizer.json`'s own), GIL released.
     fn run(
         &self,
@@ -139,7 +166,7 @@ impl Core {
             })
         })?;
         let has_ranges = tokenizer.has_post_processor();
-        Ok(Core { tokenizer: Arc::new(tokenizer), has_ranges })
+        Ok(Core { tokenizer: Arc::new(tokenizer), has_ranges, wants_full: Arc::default(), pid: std::process::id() })
     }
 
     /// The prefix cache's counters as a dict (`None` when the cache is off).
@@ -178,6 +205,7 @@ impl Core {
     }
 
     /// Encodes one text; `options=None` means the `tokenizer.json`'s own truncation and padding.
+    /// Without truncation and padding the result is ids-first (`crate::encoding`).
     #[pyo3(signature = (text, add_special_tokens=true, options=None))]
     fn encode(
         &self,
@@ -186,11 +214,16 @@ impl Core {
         add_special_tokens: bool,
         options: Option<&Bound<'_, Options>>,
     ) -> PyResult<Encoding> {
+        if let Some(job) = self.ids_first(options, add_special_tokens) {
+            let ids = self.run_ids(py, text.to_str()?, add_special_tokens, options.map(Bound::get))?;
+            return Ok(Encoding::deferred(ids, text.unbind(), job));
+        }
         let encoding = self.run(py, text.to_str()?, add_special_tokens, options.map(Bound::get))?;
         Ok(Encoding::native(encoding, text.unbind(), self.has_ranges))
     }
 
-    /// Encodes a list of texts; `None` when an item is not a `str`.
+    /// Encodes a list of texts; `None` when an item is not a `str`. Without truncation and
+    /// padding the results are ids-first (`crate::encoding`).
     #[pyo3(signature = (texts, add_special_tokens=true, options=None))]
     fn encode_batch(
         &self,
@@ -200,6 +233,15 @@ impl Core {
         options: Option<&Bound<'_, Options>>,
     ) -> PyResult<Option<Vec<Encoding>>> {
         let Some(texts) = strings(texts)? else { return Ok(None) };
+        if let Some(job) = self.ids_first(options, add_special_tokens) {
+            let all = self.run_batch_ids(py, &views(&texts)?, add_special_tokens, options.map(Bound::get))?;
+            return Ok(Some(
+                all.into_iter()
+                    .zip(texts)
+                    .map(|(ids, text)| Encoding::deferred(ids, text.unbind(), job.clone_ref(py)))
+                    .collect(),
+            ));
+        }
         let encodings = self.run_batch(py, &views(&texts)?, add_special_tokens, options.map(Bound::get))?;
         Ok(Some(
             encodings

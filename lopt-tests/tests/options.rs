@@ -163,6 +163,43 @@ fn encode_ids_equals_hf_ids() {
     }
 }
 
+/// `template_columns` (what an ids-first result answers for `type_ids` and
+/// `special_tokens_mask`) equals HF's columns whenever it answers, for every fixture and option
+/// set; it answers for every call without truncation or padding that `encodes_ids_only`.
+#[test]
+fn template_columns_equal_hf_columns() {
+    let texts = texts();
+    for (name, path) in lopt_tests::available_fixtures() {
+        let tokenizer = TokenizerBuilder::new().threads(2).build_from_file(&path).unwrap();
+        let mut sets = option_sets("<pad>", 7);
+        sets.push(tokenizer.options().clone());
+        let mut answered = 0;
+        for options in &sets {
+            let plain = options.truncation_params().is_none() && options.padding_params().is_none();
+            if !plain {
+                assert!(tokenizer.template_columns(options, 10).is_none(), "{name} {options:?}: answered");
+                continue;
+            }
+            let hf = reference(&tokenizer, options);
+            for text in &texts {
+                let want = hf.encode(text.as_str(), options.add_special_tokens_enabled()).unwrap();
+                match tokenizer.template_columns(options, want.len()) {
+                    Some((type_ids, special)) => {
+                        assert_eq!(type_ids, want.get_type_ids(), "{name} {options:?} type ids");
+                        assert_eq!(special, want.get_special_tokens_mask(), "{name} {options:?} mask");
+                        answered += 1;
+                    }
+                    None => assert!(
+                        !tokenizer.encodes_ids_only(options),
+                        "{name} {options:?}: no answer for an ids-only call"
+                    ),
+                }
+            }
+        }
+        eprintln!("{name}: template columns answered {answered} calls");
+    }
+}
+
 /// `encode` uses the tokenizer.json's own settings; `options()` returns them.
 #[test]
 fn options_are_the_files_settings() {

@@ -794,7 +794,7 @@ fn encoding_of(
 
 /// The columns that follow from the template alone, for an encoding of `n` tokens laid out as
 /// `layout` says: type ids, special-tokens mask, attention mask, each written out only if read.
-fn template_columns(layout: &Layout<'_>, n: usize) -> (Lazy<Fill>, Lazy<Fill>, Lazy<Fill>) {
+pub(crate) fn template_columns(layout: &Layout<'_>, n: usize) -> (Lazy<Fill>, Lazy<Fill>, Lazy<Fill>) {
     let (prefix, suffix) = (layout.prefix, layout.suffix);
     let type_ids = Fill::new(
         n,

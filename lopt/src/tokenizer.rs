@@ -419,6 +419,24 @@ impl Tokenizer {
         self.encode_ids_settings(text, options.settings())
     }
 
+    /// Whether [`encode_ids`](Self::encode_ids) computes only the ids under `options`; when it
+    /// does not (a call that truncates, a post-processor that only HF's path handles) it computes
+    /// the full encoding and keeps its ids. For callers that choose between the two modes, such
+    /// as an encoding that computes its other columns on first use.
+    pub fn encodes_ids_only(&self, options: &EncodeOptions) -> bool {
+        self.finisher.finishes_ids(options.settings())
+    }
+
+    /// The type ids and the special-tokens mask of an encoding of `tokens` tokens under `options`,
+    /// when they depend on that count alone: without truncation or padding, under a
+    /// post-processor that lopt applies itself, they are its template's values around the text's
+    /// (so an ids-only result can answer them). `None` otherwise.
+    pub fn template_columns(&self, options: &EncodeOptions, tokens: usize) -> Option<(Vec<u32>, Vec<u32>)> {
+        let (layout, _) = self.finisher.assembly(options.settings())?;
+        let (mut type_ids, mut special, _) = crate::merge::template_columns(&layout, tokens);
+        Some((type_ids.take_vec(), special.take_vec()))
+    }
+
     /// The token ids of [`encode`](Self::encode) (the `tokenizer.json`'s truncation and padding),
     /// as [`encode_ids`](Self::encode_ids) computes them: for callers that pass only
     /// `add_special_tokens` per call, with no options to build or clone.
