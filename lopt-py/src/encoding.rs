@@ -18,7 +18,8 @@
 //!   result from then on. It is made only for calls without truncation or padding (so its
 //!   attention mask is all ones and it has no overflow), and a `Core` stops making it once one
 //!   of its encodings needed the full encode (`Job::wants_full`): a caller that reads offsets
-//!   pays the second encode once.
+//!   pays the second encode once. Such an encoding keeps its tokenizer alive (the `Job`'s
+//!   `Arc`) until it is dropped.
 //! * HF records a token range for the sequence only when the tokenizer has a post-processor
 //!   (`PostProcessor::process` calls `set_sequence_id`); the range is then the span of the
 //!   tokens that are neither template specials nor padding, i.e. those with
