@@ -61,6 +61,7 @@ fn parse_byte_size(value: &str) -> PyResult<usize> {
 fn _lopt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LoptError", m.py().get_type::<LoptError>())?;
     m.add_class::<native::Core>()?;
+    m.add_class::<native::PendingCore>()?;
     m.add_class::<encoding::Encoding>()?;
     m.add_class::<options::Options>()?;
     m.add_function(wrap_pyfunction!(parse_byte_size, m)?)?;

@@ -6,14 +6,15 @@
 //! threads share it without borrow flags.
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyDict, PyString};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyString};
 
 use crate::encoding::{Encoding, Job};
-use crate::guarded;
 use crate::options::Options;
+use crate::{guarded, panic_message, LoptError};
 
 /// A lopt tokenizer: parallel, exact encoding of single texts and batches.
 #[pyclass(module = "lopt._lopt", frozen)]
@@ -61,7 +62,50 @@ fn bytearray<'py, T: Copy, const N: usize>(
     })
 }
 
+/// Builds the library's tokenizer from a `tokenizer.json`'s bytes (no GIL needed).
+fn build(json: &[u8], threads: Option<usize>, prefix_cache: usize) -> PyResult<lopt::Tokenizer> {
+    guarded(|| {
+        let builder = lopt::TokenizerBuilder::new().prefix_cache(prefix_cache);
+        let builder = match threads {
+            Some(n) => builder.threads(n),
+            None => builder,
+        };
+        builder.build_from_bytes(json)
+    })
+}
+
+/// A [`Core`] being built on a thread of its own ([`Core::start`]).
+#[pyclass(module = "lopt._lopt", frozen)]
+pub(crate) struct PendingCore {
+    /// `None` once joined.
+    handle: Mutex<Option<JoinHandle<PyResult<lopt::Tokenizer>>>>,
+}
+
+#[pymethods]
+impl PendingCore {
+    /// Waits (GIL released) for the build and returns the core.
+    ///
+    /// # Errors
+    /// The build's error as `LoptError`; `LoptError` too when called a second time.
+    fn join(&self, py: Python<'_>) -> PyResult<Core> {
+        let handle = self.handle.lock().ok().and_then(|mut handle| handle.take());
+        let Some(handle) = handle else {
+            return Err(LoptError::new_err("internal error: this core was already joined"));
+        };
+        let built = py.detach(|| handle.join());
+        match built {
+            Ok(tokenizer) => Ok(Core::new(tokenizer?)),
+            Err(payload) => Err(LoptError::new_err(format!("internal error: {}", panic_message(payload.as_ref())))),
+        }
+    }
+}
+
 impl Core {
+    fn new(tokenizer: lopt::Tokenizer) -> Core {
+        let has_ranges = tokenizer.has_post_processor();
+        Core { tokenizer: Arc::new(tokenizer), has_ranges, wants_full: Arc::default(), pid: std::process::id() }
+    }
+
     /// How an ids-first encoding of a call with `options` would encode in full, or `None` when
     /// the call should encode in full now: the options truncate or pad (the full result's mask
     /// and overflow are then not trivial), the ids-only mode would encode in full anyway, or an
@@ -155,18 +199,31 @@ impl Core {
     #[staticmethod]
     #[pyo3(signature = (json, threads=None, prefix_cache=0))]
     fn from_str(py: Python<'_>, json: &str, threads: Option<usize>, prefix_cache: usize) -> PyResult<Core> {
-        let tokenizer = py.detach(|| {
-            guarded(|| {
-                let builder = lopt::TokenizerBuilder::new().prefix_cache(prefix_cache);
-                let builder = match threads {
-                    Some(n) => builder.threads(n),
-                    None => builder,
-                };
-                builder.build_from_bytes(json.as_bytes())
-            })
-        })?;
-        let has_ranges = tokenizer.has_post_processor();
-        Ok(Core { tokenizer: Arc::new(tokenizer), has_ranges, wants_full: Arc::default(), pid: std::process::id() })
+        let tokenizer = py.detach(|| build(json.as_bytes(), threads, prefix_cache))?;
+        Ok(Core::new(tokenizer))
+    }
+
+    /// Starts building a tokenizer from a `tokenizer.json`'s text (`str`) or bytes on a thread of
+    /// its own, which never takes the GIL, so that the caller can parse the same file into HF's
+    /// object meanwhile; [`PendingCore::join`] waits for it. Arguments as
+    /// [`from_str`](Core::from_str).
+    ///
+    /// # Errors
+    /// `TypeError` when `json` is neither `str` nor `bytes`; the build's own errors come from
+    /// `join`.
+    #[staticmethod]
+    #[pyo3(signature = (json, threads=None, prefix_cache=0))]
+    fn start(json: &Bound<'_, PyAny>, threads: Option<usize>, prefix_cache: usize) -> PyResult<PendingCore> {
+        // A copy, made with the GIL held, so that the thread needs nothing from Python.
+        let json = match json.cast::<PyBytes>() {
+            Ok(bytes) => bytes.as_bytes().to_vec(),
+            Err(_) => json.cast::<PyString>()?.to_str()?.as_bytes().to_vec(),
+        };
+        let handle = std::thread::Builder::new()
+            .name("lopt-load".to_owned())
+            .spawn(move || build(&json, threads, prefix_cache))
+            .map_err(|e| LoptError::new_err(format!("cannot start a thread to load the tokenizer: {e}")))?;
+        Ok(PendingCore { handle: Mutex::new(Some(handle)) })
     }
 
     /// The prefix cache's counters as a dict (`None` when the cache is off).

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import pickle
-import threading
 import types
 
 import numpy as np
@@ -333,19 +332,26 @@ def test_a_buffer_that_is_not_utf8_is_a_lopt_error():
 
 
 def test_a_core_refused_beside_the_parse_is_built_again_from_to_str(monkeypatch):
-    # from_file builds the native core on a second thread while HF parses; when that core fails,
-    # the tokenizer is built as the object path builds it (from HF's to_str(), on this thread).
+    # from_file builds the native core on a thread of its own while HF parses; when that core
+    # fails, the tokenizer is built as the object path builds it (from HF's to_str()).
     import lopt._tokenizer as module
 
     real = module._lopt
     calls = []
 
+    class Refused:
+        def join(self):
+            raise lopt.LoptError("refused")
+
     class Core:
         @staticmethod
+        def start(json, threads, size):
+            calls.append("start")
+            return Refused()
+
+        @staticmethod
         def from_str(json, threads, size):
-            calls.append(threading.current_thread().name)
-            if len(calls) == 1:
-                raise lopt.LoptError("refused")
+            calls.append("from_str")
             return real.Core.from_str(json, threads, size)
 
     shim = types.SimpleNamespace(**{k: getattr(real, k) for k in dir(real) if not k.startswith("__")})
@@ -355,8 +361,24 @@ def test_a_core_refused_beside_the_parse_is_built_again_from_to_str(monkeypatch)
     if path is None:
         pytest.skip("no fixture tokenizer found")
     ours, theirs = lopt.Tokenizer.from_file(path, threads=1), tokenizers.Tokenizer.from_file(str(path))
-    assert calls == ["lopt-load", threading.current_thread().name]
+    assert calls == ["start", "from_str"]
     assert_same_encoding(ours.encode(SHORT[4]), theirs.encode(SHORT[4]), "rebuilt core")
+
+
+def test_a_core_started_from_bytes_or_text_is_joined_once():
+    path = fixture_paths().get(FIXTURES[0])
+    if path is None:
+        pytest.skip("no fixture tokenizer found")
+    data = path.read_bytes()
+    for source in (data, data.decode("utf-8")):
+        pending = lopt._lopt.Core.start(source, 1, 0)
+        assert pending.join().engine == lopt._lopt.Core.from_str(data.decode("utf-8"), 1, 0).engine
+        with pytest.raises(lopt.LoptError, match="already joined"):
+            pending.join()
+    with pytest.raises(TypeError):
+        lopt._lopt.Core.start(bytearray(data), 1, 0)
+    with pytest.raises(lopt.LoptError):
+        lopt._lopt.Core.start(b"{not json", 1, 0).join()
 
 
 def test_save_and_from_buffer_round_trip(pairs, tmp_path):

@@ -180,7 +180,7 @@ class Tokenizer:
     @classmethod
     def from_str(cls, json: str, threads: Optional[int] = None, prefix_cache: "int | str | None" = 0) -> "Tokenizer":
         """Builds a tokenizer from the text of a ``tokenizer.json``."""
-        return cls._from_json(tokenizers.Tokenizer.from_str, json, json, threads, prefix_cache)
+        return cls._from_json(tokenizers.Tokenizer.from_str, json, threads, prefix_cache)
 
     @classmethod
     def from_file(
@@ -195,11 +195,7 @@ class Tokenizer:
         cls, buffer: bytes, threads: Optional[int] = None, prefix_cache: "int | str | None" = 0
     ) -> "Tokenizer":
         """Builds a tokenizer from the bytes of a ``tokenizer.json``."""
-        try:
-            json: Optional[str] = bytes(buffer).decode("utf-8")
-        except (TypeError, UnicodeDecodeError):
-            json = None  # HF's parser reports it
-        return cls._from_json(tokenizers.Tokenizer.from_buffer, buffer, json, threads, prefix_cache)
+        return cls._from_json(tokenizers.Tokenizer.from_buffer, buffer, threads, prefix_cache)
 
     @classmethod
     def from_pretrained(
@@ -218,35 +214,28 @@ class Tokenizer:
         return cls.from_file(find_tokenizer_json(identifier, revision, token), threads, prefix_cache)
 
     @classmethod
-    def _from_json(
-        cls, load: Any, source: Any, json: Optional[str], threads: Optional[int], prefix_cache: Any
-    ) -> "Tokenizer":
-        """Builds the inner HF tokenizer with ``load(source)`` on this thread while another
-        builds the native core from ``json``, the same ``tokenizer.json`` text (its build releases
-        the GIL), so that loading takes about as long as HF's parse alone (it took 1.5-1.9x: the
-        two parses one after the other, and HF's ``to_str()`` in between). A core that fails to
-        build from ``json`` is built again as any other, from ``to_str()``, so that errors and
-        results are those of the one-thread path."""
+    def _from_json(cls, load: Any, source: Any, threads: Optional[int], prefix_cache: Any) -> "Tokenizer":
+        """Builds the inner HF tokenizer with ``load(source)`` on this thread while a native
+        thread, which never takes the GIL, builds the core from the same ``tokenizer.json`` text
+        or bytes (``Core.start``), so that loading takes about as long as HF's parse alone (it
+        took 1.5-1.9x: the two parses one after the other, and HF's ``to_str()`` in between). A
+        core that fails to build there is built again as any other, from ``to_str()``, so that
+        errors and results are those of the one-thread path."""
         _check_threads(threads)
         size = prefix_cache_bytes(prefix_cache)
-        built: dict = {}
-
-        def build_core() -> None:
-            try:
-                built["core"] = _lopt.Core.from_str(json, _resolved(threads), size)
-            except BaseException:  # noqa: BLE001 - rebuilt on this thread, which reports it
-                pass
-
-        worker = threading.Thread(target=build_core, name="lopt-load", daemon=True)
-        if json is not None:
-            worker.start()
         try:
-            hf = cls._load(load, source)
-        finally:
-            if json is not None:
-                worker.join()
+            pending = _lopt.Core.start(source, _resolved(threads), size)
+        except (TypeError, ValueError):
+            pending = None  # neither str nor bytes, or no UTF-8: built from to_str() below
+        hf = cls._load(load, source)
+        core = None
+        if pending is not None:
+            try:
+                core = pending.join()
+            except LoptError:
+                pass  # rebuilt from to_str(), which reports it
         tokenizer = cls.__new__(cls)
-        tokenizer._adopt(hf, threads, prefix_cache, built.get("core"))
+        tokenizer._adopt(hf, threads, prefix_cache, core)
         return tokenizer
 
     @staticmethod
